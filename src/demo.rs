@@ -1,0 +1,427 @@
+//! The simulated API: the upstream of `--demo`, of the tests and of the benchmarks.
+//!
+//! It serves the endpoints of upstream-api.md for any number of generated assets. In demo mode
+//! the data moves: every few seconds scores drift, assets get listed and delisted, and the API
+//! now and then answers 503. For tests it stands still and is scripted instead: items can be
+//! replaced with any JSON, faults queued per endpoint, and requests counted.
+
+use std::collections::{HashMap, VecDeque};
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+use tokio::time::Instant;
+
+use crate::snapshot::Kind;
+
+/// The token the simulated API accepts unless told otherwise.
+pub const DEMO_TOKEN: &str = "demo-token";
+
+/// How often the demo data moves.
+const DEMO_TICK: Duration = Duration::from_secs(10);
+
+/// Share of demo requests answered with 503, in per mille.
+const DEMO_OUTAGE_PER_MILLE: u64 = 60;
+
+/// One scripted answer of an endpoint, used once, before the normal answer.
+#[derive(Debug, Clone)]
+pub enum Fault {
+    /// Answer with this status and an empty JSON object.
+    Status(u16),
+    /// Answer 200 with this raw body.
+    Body(String),
+}
+
+/// A handle on a running (or ready to run) simulated API; clones share the same state.
+#[derive(Debug, Clone)]
+pub struct SimulatedApi {
+    state: Arc<Mutex<Sim>>,
+}
+
+#[derive(Debug)]
+struct Sim {
+    token: String,
+    ips: Vec<Value>,
+    domains: Vec<Value>,
+    /// `Some` in demo mode: the data is regenerated as time passes.
+    moving: Option<Movement>,
+    faults: HashMap<String, VecDeque<Fault>>,
+    requests: HashMap<String, u64>,
+}
+
+#[derive(Debug)]
+struct Movement {
+    started: Instant,
+    tick: u64,
+    ip_count: usize,
+    domain_count: usize,
+}
+
+impl SimulatedApi {
+    /// A still API with `ips` addresses and `domains` domains, accepting [`DEMO_TOKEN`].
+    pub fn new(ips: usize, domains: usize) -> Self {
+        SimulatedApi {
+            state: Arc::new(Mutex::new(Sim {
+                token: DEMO_TOKEN.into(),
+                ips: (0..ips).map(|i| ip_item(i, 0)).collect(),
+                domains: (0..domains).map(|i| domain_item(i, 0)).collect(),
+                moving: None,
+                faults: HashMap::new(),
+                requests: HashMap::new(),
+            })),
+        }
+    }
+
+    /// The `--demo` API: a few dozen assets whose data moves over time.
+    pub fn demo() -> Self {
+        let api = SimulatedApi::new(24, 12);
+        api.sim().moving = Some(Movement {
+            started: Instant::now(),
+            tick: 0,
+            ip_count: 24,
+            domain_count: 12,
+        });
+        api
+    }
+
+    fn sim(&self) -> std::sync::MutexGuard<'_, Sim> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Binds 127.0.0.1 on a free port and serves until the runtime ends; returns the base URL.
+    pub async fn spawn(&self) -> std::io::Result<String> {
+        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        let address: SocketAddr = listener.local_addr()?;
+        let router = self.router();
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, router).await;
+        });
+        Ok(format!("http://{address}"))
+    }
+
+    /// The API as a router, for serving on a listener of the caller's.
+    pub fn router(&self) -> Router {
+        Router::new()
+            .route("/api/v1/user", get(user))
+            .route("/api/v1/system-check", get(system_check))
+            .route("/api/v1/ip-list", get(ip_list))
+            .route("/api/v1/domain-list", get(domain_list))
+            .with_state(self.clone())
+    }
+
+    /// Sets the token the API accepts.
+    pub fn set_token(&self, token: &str) {
+        self.sim().token = token.into();
+    }
+
+    /// Replaces the items of one list with arbitrary JSON values.
+    pub fn set_items(&self, kind: Kind, items: Vec<Value>) {
+        let mut sim = self.sim();
+        match kind {
+            Kind::Ip => sim.ips = items,
+            Kind::Domain => sim.domains = items,
+        }
+    }
+
+    /// The items of one list as served now.
+    pub fn items(&self, kind: Kind) -> Vec<Value> {
+        let sim = self.sim();
+        match kind {
+            Kind::Ip => sim.ips.clone(),
+            Kind::Domain => sim.domains.clone(),
+        }
+    }
+
+    /// Removes an asset from whichever list has it.
+    pub fn remove_asset(&self, name: &str) {
+        let mut sim = self.sim();
+        sim.ips.retain(|v| v["ip"] != name);
+        sim.domains.retain(|v| v["domain"] != name);
+    }
+
+    /// Queues a scripted answer for the endpoint at `path` (e.g. `/api/v1/ip-list`).
+    pub fn push_fault(&self, path: &str, fault: Fault) {
+        self.sim()
+            .faults
+            .entry(path.into())
+            .or_default()
+            .push_back(fault);
+    }
+
+    /// Requests received so far at `path`, answered or not.
+    pub fn requests(&self, path: &str) -> u64 {
+        self.sim().requests.get(path).copied().unwrap_or(0)
+    }
+
+    /// Counts the request, checks its token and applies any queued fault or demo outage.
+    fn intercept(&self, path: &str, headers: &HeaderMap) -> Option<Response> {
+        let mut sim = self.sim();
+        let count = {
+            let n = sim.requests.entry(path.into()).or_default();
+            *n += 1;
+            *n
+        };
+        let expected = format!("Bearer {}", sim.token);
+        if headers
+            .get(header::AUTHORIZATION)
+            .map(HeaderValue::as_bytes)
+            != Some(expected.as_bytes())
+        {
+            return Some(error(StatusCode::UNAUTHORIZED));
+        }
+        if let Some(fault) = sim.faults.get_mut(path).and_then(VecDeque::pop_front) {
+            return Some(match fault {
+                Fault::Status(status) => {
+                    error(StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR))
+                }
+                Fault::Body(body) => raw_json(body),
+            });
+        }
+        if let Some(movement) = &mut sim.moving {
+            let tick = movement.started.elapsed().as_secs() / DEMO_TICK.as_secs();
+            if tick != movement.tick {
+                movement.tick = tick;
+                let (ips, domains) = (movement.ip_count, movement.domain_count);
+                sim.ips = (0..ips).map(|i| ip_item(i, tick)).collect();
+                sim.domains = (0..domains).map(|i| domain_item(i, tick)).collect();
+            }
+            // The first answer of each endpoint is always good, so the demo starts full.
+            let roll = mix(count, tick, path.len() as u64) % 1000;
+            if count > 1 && path != "/api/v1/user" && roll < DEMO_OUTAGE_PER_MILLE {
+                return Some(error(StatusCode::SERVICE_UNAVAILABLE));
+            }
+        }
+        None
+    }
+}
+
+fn error(status: StatusCode) -> Response {
+    let reason = status.canonical_reason().unwrap_or("error");
+    (status, Json(json!({ "error": reason }))).into_response()
+}
+
+fn raw_json(body: String) -> Response {
+    ([(header::CONTENT_TYPE, "application/json")], body).into_response()
+}
+
+async fn user(State(api): State<SimulatedApi>, request: Request) -> Response {
+    if let Some(r) = api.intercept("/api/v1/user", request.headers()) {
+        return r;
+    }
+    Json(json!({"id": 4242, "name": "Demo User", "email": "demo@example.com", "project_id": 7}))
+        .into_response()
+}
+
+async fn system_check(State(api): State<SimulatedApi>, request: Request) -> Response {
+    if let Some(r) = api.intercept("/api/v1/system-check", request.headers()) {
+        return r;
+    }
+    Json(json!({"status": "ok", "message": "All systems operational"})).into_response()
+}
+
+async fn ip_list(State(api): State<SimulatedApi>, request: Request) -> Response {
+    list(&api, "/api/v1/ip-list", request.headers(), Kind::Ip)
+}
+
+async fn domain_list(State(api): State<SimulatedApi>, request: Request) -> Response {
+    list(&api, "/api/v1/domain-list", request.headers(), Kind::Domain)
+}
+
+fn list(api: &SimulatedApi, path: &str, headers: &HeaderMap, kind: Kind) -> Response {
+    if let Some(r) = api.intercept(path, headers) {
+        return r;
+    }
+    let sim = api.sim();
+    let items = match kind {
+        Kind::Ip => &sim.ips,
+        Kind::Domain => &sim.domains,
+    };
+    match serde_json::to_vec(items) {
+        Ok(body) => ([(header::CONTENT_TYPE, "application/json")], body).into_response(),
+        Err(_) => error(StatusCode::INTERNAL_SERVER_ERROR),
+    }
+}
+
+/// A well-mixed 64-bit hash of three numbers (SplitMix64 finaliser), for repeatable noise.
+fn mix(a: u64, b: u64, c: u64) -> u64 {
+    let mut z = a
+        .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        .wrapping_add(b.wrapping_mul(0xBF58_476D_1CE4_E5B9))
+        .wrapping_add(c.wrapping_mul(0x94D0_49BB_1331_11EB));
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// The name of the `i`-th simulated address: documentation ranges first.
+pub fn ip_name(i: usize) -> String {
+    match i {
+        0..254 => format!("192.0.2.{}", i + 1),
+        254..508 => format!("198.51.100.{}", i - 253),
+        508..762 => format!("203.0.113.{}", i - 507),
+        _ => {
+            let n = i - 762;
+            format!("10.{}.{}.{}", (n >> 16) & 0xff, (n >> 8) & 0xff, n & 0xff)
+        }
+    }
+}
+
+/// The name of the `i`-th simulated domain.
+pub fn domain_name(i: usize) -> String {
+    const ZONES: [&str; 3] = ["example.com", "example.net", "example.org"];
+    format!("mail{i}.{}", ZONES[i % ZONES.len()])
+}
+
+/// Sender Score of asset `seed` at `tick`: a base per asset plus a slow drift; some have none.
+fn score(seed: u64, tick: u64) -> i64 {
+    if seed % 11 == 5 {
+        return -1;
+    }
+    let base = 55 + (mix(seed, 0, 1) % 45) as i64;
+    let drift = (mix(seed, tick / 3, 2) % 9) as i64 - 4;
+    (base + drift).clamp(0, 100)
+}
+
+/// Blacklistings of asset `seed` at `tick`: most are clean, a few get listed for a while.
+fn listings(seed: u64, tick: u64) -> i64 {
+    let window = tick / 6;
+    if mix(seed, window, 3) % 5 == 0 {
+        1 + (mix(seed, window, 4) % 3) as i64
+    } else {
+        0
+    }
+}
+
+fn reputation_fields(seed: u64, tick: u64) -> serde_json::Map<String, Value> {
+    let now = score(seed, tick);
+    let before = score(seed, tick.saturating_sub(3));
+    let listed = listings(seed, tick);
+    let listed_before = listings(seed, tick.saturating_sub(6));
+    let has_snds = seed % 4 != 3;
+    let colour = match now {
+        s if s < 0 => Value::Null,
+        s if s >= 80 => json!("GREEN"),
+        s if s >= 65 => json!("Yellow"),
+        _ => json!("red"),
+    };
+    let is_blocked = (0..62).contains(&now);
+    let blocked = match (has_snds, seed % 3) {
+        (false, _) => Value::Null,
+        (true, 0) => json!(is_blocked),
+        (true, 1) => json!(if is_blocked { "Yes" } else { "No" }),
+        (true, _) => json!(u8::from(is_blocked)),
+    };
+    let change = |a: i64, b: i64| {
+        if a < 0 || b < 0 {
+            Value::Null
+        } else {
+            json!(a - b)
+        }
+    };
+    let mut fields = serde_json::Map::new();
+    fields.insert("senderscore".into(), json!(now));
+    fields.insert("senderscore_prev".into(), json!(before));
+    fields.insert(
+        "senderscore_change".into(),
+        json!({"last_check": change(now, before)}),
+    );
+    fields.insert("blacklisted".into(), json!(listed));
+    fields.insert(
+        "blacklisted_change".into(),
+        json!({"last_check": listed - listed_before}),
+    );
+    fields.insert(
+        "snds_blocked".into(),
+        if has_snds { blocked } else { Value::Null },
+    );
+    fields.insert("snds_blocked_change".into(), json!({"last_check": null}));
+    fields.insert(
+        "snds_reputation".into(),
+        if has_snds { colour } else { Value::Null },
+    );
+    fields.insert("snds_reputation_change".into(), json!({"last_check": null}));
+    fields
+}
+
+/// The `i`-th ip-list item at `tick`.
+pub fn ip_item(i: usize, tick: u64) -> Value {
+    let mut fields = serde_json::Map::new();
+    fields.insert("ip".into(), json!(ip_name(i)));
+    let mut hosts = vec![format!("mta{i}.mail.example.com")];
+    if i % 4 == 0 {
+        hosts.push(format!("out{i}.example.net"));
+    }
+    fields.insert("hosts".into(), json!(hosts));
+    fields.extend(reputation_fields(i as u64, tick));
+    Value::Object(fields)
+}
+
+/// The `i`-th domain-list item at `tick`.
+pub fn domain_item(i: usize, tick: u64) -> Value {
+    let seed = 1_000_000 + i as u64;
+    let mut fields = serde_json::Map::new();
+    fields.insert("domain".into(), json!(domain_name(i)));
+    let ips = if i % 3 == 2 {
+        Value::Null
+    } else {
+        json!((0..=i % 3).map(|k| ip_name(i + k)).collect::<Vec<_>>())
+    };
+    fields.insert("ips".into(), ips);
+    fields.extend(reputation_fields(seed, tick));
+    if i % 5 == 4 {
+        fields.insert("senderscore".into(), Value::Null);
+        fields.insert("senderscore_prev".into(), Value::Null);
+        fields.insert("senderscore_change".into(), json!({"last_check": null}));
+    }
+    Value::Object(fields)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_across_ranges() {
+        let names: std::collections::HashSet<_> = (0..5000).map(ip_name).collect();
+        assert_eq!(names.len(), 5000);
+        assert_eq!(ip_name(0), "192.0.2.1");
+        assert_eq!(ip_name(254), "198.51.100.1");
+        assert_eq!(ip_name(762), "10.0.0.0");
+    }
+
+    #[test]
+    fn the_demo_data_moves_over_time() {
+        let scores: std::collections::HashSet<i64> = (0..30).map(|t| score(1, t)).collect();
+        assert!(scores.len() > 1, "{scores:?}");
+        let listed: std::collections::HashSet<i64> = (0..200).map(|t| listings(2, t)).collect();
+        assert!(listed.contains(&0) && listed.len() > 1, "{listed:?}");
+    }
+
+    #[test]
+    fn items_have_the_documented_fields() {
+        let item = ip_item(3, 0);
+        for field in [
+            "ip",
+            "hosts",
+            "senderscore",
+            "senderscore_prev",
+            "senderscore_change",
+            "blacklisted",
+            "blacklisted_change",
+            "snds_blocked",
+            "snds_blocked_change",
+            "snds_reputation",
+            "snds_reputation_change",
+        ] {
+            assert!(item.get(field).is_some(), "{field}");
+        }
+        assert!(domain_item(3, 0).get("ips").is_some());
+    }
+}

@@ -1,0 +1,182 @@
+//! The per-asset metric families, rendered once per snapshot.
+
+use super::{Family, Format, MetricType, Writer};
+use crate::snapshot::{Asset, AssetSet, SndsColour};
+
+const fn gauge(name: &'static str, help: &'static str) -> Family {
+    Family {
+        name,
+        help,
+        kind: MetricType::Gauge,
+    }
+}
+
+/// `reputation_asset_info`.
+pub const ASSET_INFO: Family = Family {
+    name: "reputation_asset_info",
+    help: "1 for every asset (IP address or domain) in the API's ip-list and domain-list. \
+           Refreshed every poll.interval.",
+    kind: MetricType::Info,
+};
+
+/// `reputation_snds_reputation`.
+pub const SNDS_REPUTATION: Family = Family {
+    name: "reputation_snds_reputation",
+    help: "Microsoft SNDS reputation colour (API field snds_reputation): 1 for the current \
+           state. No series when the API has no data. Refreshed every poll.interval.",
+    kind: MetricType::StateSet,
+};
+
+/// `reputation_asset_hostname_info`.
+pub const HOSTNAME_INFO: Family = Family {
+    name: "reputation_asset_hostname_info",
+    help: "1 for each host name of an IP address (API field hosts). Refreshed every \
+           poll.interval.",
+    kind: MetricType::Info,
+};
+
+/// `reputation_domain_ips`.
+pub const DOMAIN_IPS: Family = gauge(
+    "reputation_domain_ips",
+    "Number of addresses in a domain's ips list (API field ips), when it is a list. Refreshed \
+     every poll.interval.",
+);
+
+/// Reads the value a gauge shows for an asset; `None` means no sample.
+pub type Getter = fn(&Asset) -> Option<f64>;
+
+/// The plain gauges: family and the value it shows for an asset.
+pub const GAUGES: [(Family, Getter); 9] = [
+    (
+        gauge(
+            "reputation_senderscore",
+            "Sender Score of the asset (API field senderscore), 0 to 100; no sample when the \
+             API has no score (null or -1). Refreshed every poll.interval.",
+        ),
+        |a| a.senderscore,
+    ),
+    (
+        gauge(
+            "reputation_senderscore_previous",
+            "Previous Sender Score (API field senderscore_prev); no sample when null or -1. \
+             Refreshed every poll.interval.",
+        ),
+        |a| a.senderscore_previous,
+    ),
+    (
+        gauge(
+            "reputation_senderscore_change",
+            "Sender Score change at the last check (API field senderscore_change.last_check). \
+             Refreshed every poll.interval.",
+        ),
+        |a| a.senderscore_change,
+    ),
+    (
+        gauge(
+            "reputation_blacklistings",
+            "Number of blacklists listing the asset (API field blacklisted). Refreshed every \
+             poll.interval.",
+        ),
+        |a| a.blacklistings,
+    ),
+    (
+        gauge(
+            "reputation_blacklistings_change",
+            "Change of the blacklisting count at the last check (API field \
+             blacklisted_change.last_check). Refreshed every poll.interval.",
+        ),
+        |a| a.blacklistings_change,
+    ),
+    (
+        gauge(
+            "reputation_snds_blocked",
+            "Microsoft SNDS blocked state (API field snds_blocked): 1 blocked, 0 not blocked; \
+             no sample without data. Refreshed every poll.interval.",
+        ),
+        |a| a.snds_blocked,
+    ),
+    (
+        gauge(
+            "reputation_snds_blocked_change",
+            "SNDS blocked change at the last check (API field snds_blocked_change.last_check), \
+             when numeric. Refreshed every poll.interval.",
+        ),
+        |a| a.snds_blocked_change,
+    ),
+    (
+        gauge(
+            "reputation_snds_reputation_value",
+            "SNDS reputation (API field snds_reputation) when the API sends it as a number; no \
+             colour is assumed. Refreshed every poll.interval.",
+        ),
+        |a| a.snds_reputation_value,
+    ),
+    (
+        gauge(
+            "reputation_snds_reputation_change",
+            "SNDS reputation change at the last check (API field \
+             snds_reputation_change.last_check), when numeric. Refreshed every poll.interval.",
+        ),
+        |a| a.snds_reputation_change,
+    ),
+];
+
+/// Every per-asset family, in the order they are written.
+pub fn families() -> impl Iterator<Item = Family> {
+    [ASSET_INFO, SNDS_REPUTATION, HOSTNAME_INFO, DOMAIN_IPS]
+        .into_iter()
+        .chain(GAUGES.iter().map(|(family, _)| *family))
+}
+
+/// Renders every per-asset family of these sets in one format (no `# EOF`).
+pub fn render_assets(sets: &[&AssetSet], format: Format) -> Vec<u8> {
+    let assets = || sets.iter().flat_map(|set| set.assets.iter());
+    let series: usize = sets.iter().map(|s| s.assets.len()).sum();
+    let mut out = Vec::with_capacity(series * 512 + 4096);
+    let mut w = Writer::new(format, &mut out);
+
+    w.family(&ASSET_INFO);
+    for a in assets() {
+        w.sample(ASSET_INFO.name, &labels(a), 1.0);
+    }
+    for (family, value) in &GAUGES {
+        w.family(family);
+        for a in assets() {
+            if let Some(v) = value(a) {
+                w.sample(family.name, &labels(a), v);
+            }
+        }
+    }
+    w.family(&SNDS_REPUTATION);
+    for a in assets() {
+        if let Some(current) = a.snds_reputation {
+            for state in SndsColour::ALL {
+                let [kind, asset] = labels(a);
+                let labels = [kind, asset, (SNDS_REPUTATION.name, state.label())];
+                w.sample(
+                    SNDS_REPUTATION.name,
+                    &labels,
+                    f64::from(u8::from(state == current)),
+                );
+            }
+        }
+    }
+    w.family(&HOSTNAME_INFO);
+    for a in assets() {
+        for host in &a.hostnames {
+            let [kind, asset] = labels(a);
+            w.sample(HOSTNAME_INFO.name, &[kind, asset, ("hostname", host)], 1.0);
+        }
+    }
+    w.family(&DOMAIN_IPS);
+    for a in assets() {
+        if let Some(v) = a.domain_ips {
+            w.sample(DOMAIN_IPS.name, &labels(a), v);
+        }
+    }
+    out
+}
+
+fn labels(asset: &Asset) -> [(&'static str, &str); 2] {
+    [("kind", asset.kind.label()), ("asset", &asset.name)]
+}

@@ -1,0 +1,293 @@
+//! The two exposition formats and the metric families written in them.
+//!
+//! OpenMetrics 1.0 and Prometheus text 0.0.4 write the same sample lines for the metric types
+//! used here (no timestamps, no exemplars, no `_created`); they differ in the family headers:
+//! OpenMetrics names counters and info metrics without their `_total` / `_info` suffix and knows
+//! the `info` and `stateset` types, 0.0.4 writes them as counters and gauges under the sample
+//! name, and only OpenMetrics ends with `# EOF`. [`Writer`] owns those differences; the families
+//! themselves are described once, in [`assets`] and [`crate::telemetry`].
+//!
+//! `prometheus-client` is not used for this: it has no stateset type and no 0.0.4 encoder, and
+//! the per-asset bodies are written straight from the snapshot, once per poll.
+
+pub mod assets;
+
+use std::io::Write as _;
+
+pub use assets::render_assets;
+
+/// An exposition format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// OpenMetrics 1.0, what Prometheus asks for first.
+    OpenMetrics,
+    /// Prometheus text 0.0.4, for curl, older scrapers and `promtool check metrics`.
+    Text,
+}
+
+impl Format {
+    /// The exact `Content-Type` of a body in this format.
+    pub fn content_type(self) -> &'static str {
+        match self {
+            Format::OpenMetrics => "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            Format::Text => "text/plain; version=0.0.4; charset=utf-8",
+        }
+    }
+
+    /// Picks the format an `Accept` header prefers: OpenMetrics when it is asked for with a
+    /// quality at least that of plain text, 0.0.4 otherwise (no header, `*/*`, `text/plain`).
+    pub fn negotiate(accept: Option<&str>) -> Format {
+        let Some(accept) = accept else {
+            return Format::Text;
+        };
+        let mut openmetrics = 0.0_f32;
+        let mut text = 0.0_f32;
+        for range in accept.split(',') {
+            let mut parts = range.split(';');
+            let media = parts.next().unwrap_or("").trim().to_ascii_lowercase();
+            let quality = parts
+                .filter_map(|p| p.trim().strip_prefix("q="))
+                .find_map(|q| q.trim().parse::<f32>().ok())
+                .unwrap_or(1.0);
+            match media.as_str() {
+                "application/openmetrics-text" => openmetrics = openmetrics.max(quality),
+                "text/plain" | "text/*" | "*/*" => text = text.max(quality),
+                _ => {}
+            }
+        }
+        if openmetrics > 0.0 && openmetrics >= text {
+            Format::OpenMetrics
+        } else {
+            Format::Text
+        }
+    }
+}
+
+/// The type of a metric family.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MetricType {
+    /// A value that goes up and down.
+    Gauge,
+    /// A monotonic count; the family name ends in `_total`.
+    Counter,
+    /// Constant 1 carrying labels; the family name ends in `_info`.
+    Info,
+    /// One series per state, 1 for the current state; the state label is named as the family.
+    StateSet,
+    /// Buckets, sum and count.
+    Histogram,
+}
+
+/// A metric family: name as the samples carry it, help text, type.
+#[derive(Debug, Clone, Copy)]
+pub struct Family {
+    /// Sample name (`reputation_api_requests_total`, `reputation_asset_info`); for histograms
+    /// the base name of `_bucket`, `_sum` and `_count`.
+    pub name: &'static str,
+    /// HELP text.
+    pub help: &'static str,
+    /// Type.
+    pub kind: MetricType,
+}
+
+impl Family {
+    /// The name in the `# TYPE` and `# HELP` lines of this format.
+    fn header_name(&self, format: Format) -> &'static str {
+        let suffix = match (format, self.kind) {
+            (Format::OpenMetrics, MetricType::Counter) => "_total",
+            (Format::OpenMetrics, MetricType::Info) => "_info",
+            _ => "",
+        };
+        self.name.strip_suffix(suffix).unwrap_or(self.name)
+    }
+
+    fn type_name(&self, format: Format) -> &'static str {
+        match (format, self.kind) {
+            (_, MetricType::Gauge) => "gauge",
+            (_, MetricType::Counter) => "counter",
+            (_, MetricType::Histogram) => "histogram",
+            (Format::OpenMetrics, MetricType::Info) => "info",
+            (Format::OpenMetrics, MetricType::StateSet) => "stateset",
+            (Format::Text, MetricType::Info | MetricType::StateSet) => "gauge",
+        }
+    }
+}
+
+/// Writes families and samples in one format into a buffer.
+pub struct Writer<'a> {
+    format: Format,
+    out: &'a mut Vec<u8>,
+}
+
+impl<'a> Writer<'a> {
+    /// A writer appending to `out`.
+    pub fn new(format: Format, out: &'a mut Vec<u8>) -> Self {
+        Writer { format, out }
+    }
+
+    /// Writes the `# HELP` and `# TYPE` lines that open a family.
+    pub fn family(&mut self, family: &Family) {
+        let name = family.header_name(self.format);
+        self.out.extend_from_slice(b"# HELP ");
+        self.out.extend_from_slice(name.as_bytes());
+        self.out.push(b' ');
+        for c in family.help.chars() {
+            match c {
+                '\\' => self.out.extend_from_slice(b"\\\\"),
+                '\n' => self.out.extend_from_slice(b"\\n"),
+                '"' if self.format == Format::OpenMetrics => self.out.extend_from_slice(b"\\\""),
+                c => {
+                    let mut buf = [0; 4];
+                    self.out
+                        .extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
+                }
+            }
+        }
+        self.out.extend_from_slice(b"\n# TYPE ");
+        self.out.extend_from_slice(name.as_bytes());
+        self.out.push(b' ');
+        self.out
+            .extend_from_slice(family.type_name(self.format).as_bytes());
+        self.out.push(b'\n');
+    }
+
+    /// Writes one sample line: `name{labels} value`.
+    pub fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: f64) {
+        self.out.extend_from_slice(name.as_bytes());
+        if !labels.is_empty() {
+            self.out.push(b'{');
+            for (i, (key, value)) in labels.iter().enumerate() {
+                if i > 0 {
+                    self.out.push(b',');
+                }
+                self.out.extend_from_slice(key.as_bytes());
+                self.out.extend_from_slice(b"=\"");
+                escape_label_value(self.out, value);
+                self.out.push(b'"');
+            }
+            self.out.push(b'}');
+        }
+        self.out.push(b' ');
+        write_value(self.out, value);
+        self.out.push(b'\n');
+    }
+
+    /// Ends the exposition (`# EOF` in OpenMetrics, nothing in 0.0.4).
+    pub fn finish(self) {
+        if self.format == Format::OpenMetrics {
+            self.out.extend_from_slice(b"# EOF\n");
+        }
+    }
+}
+
+/// Escapes `\`, `"` and line feed, the three characters both formats escape in label values.
+fn escape_label_value(out: &mut Vec<u8>, value: &str) {
+    let bytes = value.as_bytes();
+    if !bytes.iter().any(|b| matches!(b, b'\\' | b'"' | b'\n')) {
+        out.extend_from_slice(bytes);
+        return;
+    }
+    for &b in bytes {
+        match b {
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            b'"' => out.extend_from_slice(b"\\\""),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b => out.push(b),
+        }
+    }
+}
+
+/// Writes a sample value: integers without a fraction, other numbers in Rust's shortest
+/// round-trip form, and the special values as both formats spell them.
+fn write_value(out: &mut Vec<u8>, value: f64) {
+    if value.is_nan() {
+        out.extend_from_slice(b"NaN");
+    } else if value.is_infinite() {
+        out.extend_from_slice(if value > 0.0 { b"+Inf" } else { b"-Inf" });
+    } else if value.fract() == 0.0 && value.abs() < 1e15 {
+        let _ = write!(out, "{}", value as i64);
+    } else {
+        let _ = write!(out, "{value}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const COUNTER: Family = Family {
+        name: "x_requests_total",
+        help: "Requests \"made\" \\ counted.",
+        kind: MetricType::Counter,
+    };
+    const INFO: Family = Family {
+        name: "x_build_info",
+        help: "Build.",
+        kind: MetricType::Info,
+    };
+
+    fn render(format: Format, families: &[Family]) -> String {
+        let mut out = Vec::new();
+        let mut writer = Writer::new(format, &mut out);
+        for family in families {
+            writer.family(family);
+        }
+        writer.finish();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn openmetrics_headers_drop_the_total_and_info_suffixes_and_end_with_eof() {
+        assert_eq!(
+            render(Format::OpenMetrics, &[COUNTER, INFO]),
+            "# HELP x_requests Requests \\\"made\\\" \\\\ counted.\n# TYPE x_requests counter\n\
+             # HELP x_build Build.\n# TYPE x_build info\n# EOF\n"
+        );
+    }
+
+    #[test]
+    fn text_headers_keep_the_sample_name_and_write_info_as_gauge() {
+        assert_eq!(
+            render(Format::Text, &[COUNTER, INFO]),
+            "# HELP x_requests_total Requests \"made\" \\\\ counted.\n\
+             # TYPE x_requests_total counter\n\
+             # HELP x_build_info Build.\n# TYPE x_build_info gauge\n"
+        );
+    }
+
+    #[test]
+    fn label_values_are_escaped_and_values_written_exactly() {
+        let mut out = Vec::new();
+        let mut writer = Writer::new(Format::Text, &mut out);
+        writer.sample("m", &[("a", "q\"b\\n\né")], 1.5);
+        writer.sample("m", &[], 42.0);
+        writer.sample("m", &[], f64::INFINITY);
+        writer.sample("m", &[], -0.25);
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "m{a=\"q\\\"b\\\\n\\né\"} 1.5\nm 42\nm +Inf\nm -0.25\n"
+        );
+    }
+
+    #[test]
+    fn negotiation_follows_the_accept_header() {
+        let prometheus = "application/openmetrics-text;version=1.0.0;escaping=allow-utf-8;q=0.6,\
+             application/openmetrics-text;version=0.0.1;q=0.5,text/plain;version=1.0.0;q=0.4,\
+             text/plain;version=0.0.4;q=0.3,*/*;q=0.2";
+        assert_eq!(Format::negotiate(Some(prometheus)), Format::OpenMetrics);
+        assert_eq!(Format::negotiate(None), Format::Text);
+        assert_eq!(Format::negotiate(Some("*/*")), Format::Text);
+        assert_eq!(
+            Format::negotiate(Some("text/plain;q=0.9, application/openmetrics-text;q=0.5")),
+            Format::Text
+        );
+        assert_eq!(
+            Format::negotiate(Some("application/openmetrics-text; version=1.0.0")),
+            Format::OpenMetrics
+        );
+        assert_eq!(
+            Format::negotiate(Some("application/openmetrics-text;q=0")),
+            Format::Text
+        );
+    }
+}

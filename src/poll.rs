@@ -1,0 +1,425 @@
+//! The poll loop: when each endpoint is fetched, what a result does to the served snapshot.
+//!
+//! Every `poll.interval` the loop fetches ip-list, domain-list and system-check concurrently (and
+//! `user` at start, then hourly). Each list that arrives is converted and swapped into the
+//! [`Store`] at once, so a slow or failing endpoint never holds back the others. A list that fails
+//! leaves its last good assets in place until they are older than `metrics.max_age`; then they
+//! are dropped. A cycle is never started while the previous one runs.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tokio::time::Instant;
+use tracing::{debug, error, info, warn};
+
+use crate::config::USER_INTERVAL;
+use crate::snapshot::{Asset, AssetSet, Kind, Snapshot, Unrecognized};
+use crate::telemetry::Telemetry;
+use crate::upstream::dto::{self, DecodeError, DecodedList, SystemStatus, User};
+use crate::upstream::{Client, Endpoint, FetchError};
+
+/// At most this many invalid items of one list are logged one by one per poll.
+const MAX_LOGGED_ITEMS: usize = 5;
+
+/// The latest good data of each list and the snapshot built from it.
+#[derive(Debug)]
+pub struct Store {
+    max_age: Duration,
+    /// A std mutex held while a snapshot is built (CPU work, run off the async threads), so
+    /// that two lists arriving together publish in order and neither update is lost.
+    parts: Mutex<Parts>,
+    snapshots: watch::Sender<Arc<Snapshot>>,
+}
+
+#[derive(Debug, Default)]
+struct Parts {
+    ips: Option<Part>,
+    domains: Option<Part>,
+    ready: bool,
+}
+
+#[derive(Debug)]
+struct Part {
+    set: Arc<AssetSet>,
+    fetched: Instant,
+}
+
+impl Store {
+    /// An empty store; its snapshots can be watched from the start.
+    pub fn new(max_age: Duration) -> Arc<Store> {
+        let (snapshots, _) = watch::channel(Arc::new(Snapshot::build(None, None, false)));
+        Arc::new(Store {
+            max_age,
+            parts: Mutex::new(Parts::default()),
+            snapshots,
+        })
+    }
+
+    /// A receiver of every snapshot published from now on, starting with the current one.
+    pub fn subscribe(&self) -> watch::Receiver<Arc<Snapshot>> {
+        self.snapshots.subscribe()
+    }
+
+    /// The snapshot served now.
+    pub fn current(&self) -> Arc<Snapshot> {
+        self.snapshots.borrow().clone()
+    }
+
+    fn parts(&self) -> std::sync::MutexGuard<'_, Parts> {
+        self.parts.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Replaces one list's assets and publishes the new snapshot.
+    pub fn replace(&self, kind: Kind, set: AssetSet, fetched: Instant) {
+        let mut parts = self.parts();
+        let part = Some(Part {
+            set: Arc::new(set),
+            fetched,
+        });
+        match kind {
+            Kind::Ip => parts.ips = part,
+            Kind::Domain => parts.domains = part,
+        }
+        parts.ready = true;
+        self.publish(&parts);
+    }
+
+    /// Drops the lists older than `metrics.max_age` at `now`; publishes when one was dropped.
+    pub fn expire(&self, now: Instant) {
+        let mut guard = self.parts();
+        let parts = &mut *guard;
+        let mut dropped = false;
+        for (kind, part) in [
+            (Kind::Ip, &mut parts.ips),
+            (Kind::Domain, &mut parts.domains),
+        ] {
+            if part
+                .as_ref()
+                .is_some_and(|p| now.duration_since(p.fetched) >= self.max_age)
+            {
+                warn!(
+                    kind = kind.label(),
+                    max_age = ?self.max_age,
+                    "no good poll within metrics.max_age: dropping the assets of this kind"
+                );
+                *part = None;
+                dropped = true;
+            }
+        }
+        if dropped {
+            self.publish(parts);
+        }
+    }
+
+    /// When the oldest list held will reach `metrics.max_age`.
+    pub fn next_expiry(&self) -> Option<Instant> {
+        let parts = self.parts();
+        [&parts.ips, &parts.domains]
+            .into_iter()
+            .flatten()
+            .map(|p| p.fetched + self.max_age)
+            .min()
+    }
+
+    fn publish(&self, parts: &Parts) {
+        let snapshot = Snapshot::build(
+            parts.ips.as_ref().map(|p| p.set.clone()),
+            parts.domains.as_ref().map(|p| p.set.clone()),
+            parts.ready,
+        );
+        self.snapshots.send_replace(Arc::new(snapshot));
+    }
+}
+
+/// Polls the API on schedule and feeds the [`Store`].
+#[derive(Debug, Clone)]
+pub struct Poller {
+    client: Client,
+    telemetry: Arc<Telemetry>,
+    store: Arc<Store>,
+    interval: Duration,
+}
+
+impl Poller {
+    /// A poller of this client every `interval`.
+    pub fn new(
+        client: Client,
+        telemetry: Arc<Telemetry>,
+        store: Arc<Store>,
+        interval: Duration,
+    ) -> Self {
+        Poller {
+            client,
+            telemetry,
+            store,
+            interval,
+        }
+    }
+
+    /// Polls forever. Nothing the upstream does ends this loop.
+    pub async fn run(self) {
+        let mut next_user = Instant::now();
+        loop {
+            let started = Instant::now();
+            let due = started + self.interval;
+            let with_user = started >= next_user;
+            if with_user {
+                next_user = started + USER_INTERVAL;
+            }
+            self.cycle(with_user).await;
+            loop {
+                let wake = self.store.next_expiry().map_or(due, |e| e.min(due));
+                tokio::time::sleep_until(wake).await;
+                self.store.expire(Instant::now());
+                if Instant::now() >= due {
+                    break;
+                }
+            }
+        }
+    }
+
+    /// One poll of every endpoint, `user` included; true when every one succeeded.
+    pub async fn poll_once(&self) -> bool {
+        self.cycle(true).await
+    }
+
+    async fn cycle(&self, with_user: bool) -> bool {
+        let started = Instant::now();
+        let user = async {
+            if with_user {
+                self.poll_user().await
+            } else {
+                true
+            }
+        };
+        let (ips, domains, system, user) = tokio::join!(
+            self.poll_list(Kind::Ip),
+            self.poll_list(Kind::Domain),
+            self.poll_system(),
+            user
+        );
+        self.telemetry.poll_duration(started.elapsed());
+        ips && domains && system && user
+    }
+
+    /// Fetches one endpoint. This is where a retry policy wraps the single request.
+    async fn fetch<T>(
+        &self,
+        endpoint: Endpoint,
+        decode: impl FnOnce(&[u8]) -> Result<T, DecodeError>,
+    ) -> Result<T, FetchError> {
+        self.client.get(endpoint, endpoint.path(), decode).await
+    }
+
+    async fn poll_list(&self, kind: Kind) -> bool {
+        let (endpoint, name_field) = match kind {
+            Kind::Ip => (Endpoint::IpList, "ip"),
+            Kind::Domain => (Endpoint::DomainList, "domain"),
+        };
+        let fetched = Instant::now();
+        let list = match self
+            .fetch(endpoint, |body| dto::decode_list(body, name_field))
+            .await
+        {
+            Ok(list) => list,
+            Err(e) => return self.failed(endpoint, &e),
+        };
+        let DecodedList {
+            items,
+            rejected,
+            duplicates,
+        } = list;
+        if duplicates > 0 {
+            debug!(
+                endpoint = endpoint.label(),
+                duplicates, "the list names some assets more than once; the first of each is kept"
+            );
+        }
+        let mut unrecognized = log_rejected(endpoint, &rejected);
+
+        let store = self.store.clone();
+        let converted = tokio::task::spawn_blocking(move || {
+            let mut unrecognized = Vec::new();
+            let assets = items
+                .into_iter()
+                .map(|item| Asset::from_item(kind, item, &mut unrecognized))
+                .collect();
+            store.replace(kind, AssetSet { assets }, fetched);
+            unrecognized
+        })
+        .await;
+        match converted {
+            Ok(more) => unrecognized.extend(more),
+            Err(e) => {
+                error!(endpoint = endpoint.label(), error = %e, "converting the list failed");
+                self.telemetry.polled(endpoint, false);
+                return false;
+            }
+        }
+        for value in self.telemetry.unrecognized(unrecognized) {
+            warn!(
+                field = value.field,
+                value = %value.value,
+                "a value from the API cannot be mapped; it is counted in \
+                 reputation_unrecognized_values_total and gives no sample"
+            );
+        }
+        self.telemetry.polled(endpoint, true);
+        true
+    }
+
+    async fn poll_system(&self) -> bool {
+        let endpoint = Endpoint::SystemCheck;
+        match self.fetch(endpoint, dto::decode::<SystemStatus>).await {
+            Ok(status) => {
+                let ok = status.status.eq_ignore_ascii_case("ok");
+                if !ok {
+                    warn!(
+                        status = %status.status,
+                        message = status.message.as_deref().unwrap_or(""),
+                        "the API reports that it is not operational"
+                    );
+                }
+                self.telemetry.system_ok(ok);
+                self.telemetry.polled(endpoint, true);
+                true
+            }
+            Err(e) => {
+                self.telemetry.system_ok(false);
+                self.failed(endpoint, &e)
+            }
+        }
+    }
+
+    async fn poll_user(&self) -> bool {
+        let endpoint = Endpoint::User;
+        match self.fetch(endpoint, dto::decode::<User>).await {
+            Ok(user) => {
+                info!(user_id = %user.id.0, project_id = %user.project_id.0, "API account");
+                self.telemetry.account(user.id.0, user.project_id.0);
+                self.telemetry.polled(endpoint, true);
+                true
+            }
+            Err(e) => self.failed(endpoint, &e),
+        }
+    }
+
+    fn failed(&self, endpoint: Endpoint, error: &FetchError) -> bool {
+        self.telemetry.polled(endpoint, false);
+        match error {
+            FetchError::Rejected(_) => error!(
+                endpoint = endpoint.label(),
+                error = %error,
+                "the token is rejected: check api.token / api.token_file; the last good values \
+                 stay served until metrics.max_age"
+            ),
+            _ => warn!(
+                endpoint = endpoint.label(),
+                error = %error,
+                "poll failed; the last good values stay served until metrics.max_age"
+            ),
+        }
+        false
+    }
+}
+
+/// Logs the skipped items of a list (the first few one by one) and counts them by field.
+fn log_rejected(endpoint: Endpoint, rejected: &[DecodeError]) -> Vec<Unrecognized> {
+    for error in rejected.iter().take(MAX_LOGGED_ITEMS) {
+        warn!(
+            endpoint = endpoint.label(),
+            path = %error.path,
+            error = %error.message,
+            "skipped an invalid item of the list"
+        );
+    }
+    if rejected.len() > MAX_LOGGED_ITEMS {
+        warn!(
+            endpoint = endpoint.label(),
+            skipped = rejected.len(),
+            "skipped invalid items of the list (only the first few are logged)"
+        );
+    }
+    rejected
+        .iter()
+        .map(|error| Unrecognized {
+            field: field_of(&error.path),
+            value: error.message.clone(),
+        })
+        .collect()
+}
+
+/// The list item field a JSON path points into, as a `field` label.
+fn field_of(path: &str) -> &'static str {
+    const FIELDS: [&str; 13] = [
+        "ip",
+        "domain",
+        "hosts",
+        "ips",
+        "senderscore",
+        "senderscore_prev",
+        "senderscore_change",
+        "blacklisted",
+        "blacklisted_change",
+        "snds_blocked",
+        "snds_blocked_change",
+        "snds_reputation",
+        "snds_reputation_change",
+    ];
+    let field = path
+        .split_once("].")
+        .map(|(_, rest)| rest.split(['.', '[']).next().unwrap_or(""))
+        .unwrap_or("");
+    FIELDS.into_iter().find(|f| *f == field).unwrap_or("item")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_rejected_item_is_counted_under_the_field_it_failed_on() {
+        assert_eq!(field_of("$[3].senderscore"), "senderscore");
+        assert_eq!(field_of("$[3].hosts[1]"), "hosts");
+        assert_eq!(
+            field_of("$[3].senderscore_change.last_check"),
+            "senderscore_change"
+        );
+        assert_eq!(field_of("$[3]"), "item");
+        assert_eq!(field_of("$[3].surprise"), "item");
+    }
+
+    #[test]
+    fn a_list_older_than_max_age_is_dropped_and_the_other_kept() {
+        let store = Store::new(Duration::from_secs(60));
+        let start = Instant::now();
+        let set = |name: &str, kind| AssetSet {
+            assets: vec![Asset::from_item(
+                kind,
+                dto::NamedItem {
+                    name: name.into(),
+                    item: Default::default(),
+                },
+                &mut Vec::new(),
+            )],
+        };
+        store.replace(Kind::Ip, set("192.0.2.1", Kind::Ip), start);
+        store.replace(
+            Kind::Domain,
+            set("example.com", Kind::Domain),
+            start + Duration::from_secs(30),
+        );
+        assert_eq!(store.next_expiry(), Some(start + Duration::from_secs(60)));
+        store.expire(start + Duration::from_secs(59));
+        assert_eq!(store.current().count(Kind::Ip), 1);
+        store.expire(start + Duration::from_secs(60));
+        let snapshot = store.current();
+        assert_eq!(snapshot.count(Kind::Ip), 0);
+        assert_eq!(snapshot.count(Kind::Domain), 1);
+        assert!(snapshot.ready, "readiness survives expiry");
+        let text = String::from_utf8(snapshot.text.to_vec()).unwrap();
+        assert!(!text.contains("192.0.2.1"));
+        assert!(text.contains("asset=\"example.com\""));
+    }
+}

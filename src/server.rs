@@ -1,0 +1,220 @@
+//! The exporter's HTTP interface: metrics, landing page, health and readiness.
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{Html, IntoResponse, Response};
+use axum::routing::get;
+use bytes::Bytes;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tower_http::compression::CompressionLayer;
+use tower_http::timeout::TimeoutLayer;
+
+use crate::exposition::{Format, Writer};
+use crate::snapshot::{Asset, Snapshot};
+use crate::telemetry::{Telemetry, unix_now};
+
+/// Longest time a request may take; keeps shutdown from hanging on a stuck client.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Assets listed on the landing page; the rest are in `/metrics`.
+const LANDING_ROWS: usize = 100;
+
+/// What the handlers read.
+#[derive(Debug, Clone)]
+pub struct AppState {
+    /// The latest snapshot, swapped in by the poller.
+    pub snapshots: watch::Receiver<Arc<Snapshot>>,
+    /// Live exporter metrics.
+    pub telemetry: Arc<Telemetry>,
+    /// Path of the metrics endpoint.
+    pub telemetry_path: String,
+}
+
+/// The router, separate from any socket so tests can drive it directly.
+pub fn app(state: AppState) -> Router {
+    Router::new()
+        .route("/", get(landing))
+        .route(&state.telemetry_path, get(metrics))
+        .route("/-/healthy", get(healthy))
+        .route("/-/ready", get(ready))
+        .layer(CompressionLayer::new().gzip(true))
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::REQUEST_TIMEOUT,
+            REQUEST_TIMEOUT,
+        ))
+        .with_state(state)
+}
+
+/// Serves `app` on `listener` until `shutdown` completes, then lets open requests finish.
+pub async fn serve(
+    listener: TcpListener,
+    app: Router,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown)
+        .await
+}
+
+/// Completes on SIGINT (Ctrl-C) or SIGTERM.
+pub async fn shutdown_signal() {
+    let interrupt = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = interrupt => {},
+        () = terminate => {},
+    }
+}
+
+/// The whole exposition in one format: the snapshot's cached per-asset body, then the live
+/// exporter metrics (and `# EOF` for OpenMetrics).
+pub fn render(snapshot: &Snapshot, telemetry: &Telemetry, format: Format) -> [Bytes; 2] {
+    let mut live = Vec::with_capacity(8 * 1024);
+    let mut writer = Writer::new(format, &mut live);
+    telemetry.render(snapshot, &mut writer);
+    writer.finish();
+    [snapshot.body(format).clone(), Bytes::from(live)]
+}
+
+async fn metrics(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
+    let format = Format::negotiate(accept);
+    let snapshot = state.snapshots.borrow().clone();
+    let [cached, live] = render(&snapshot, &state.telemetry, format);
+    let chunks = futures_util::stream::iter([Ok::<_, std::convert::Infallible>(cached), Ok(live)]);
+    (
+        [(header::CONTENT_TYPE, format.content_type())],
+        Body::from_stream(chunks),
+    )
+        .into_response()
+}
+
+async fn healthy() -> &'static str {
+    "Healthy.\n"
+}
+
+async fn ready(State(state): State<AppState>) -> (StatusCode, &'static str) {
+    if state.snapshots.borrow().ready {
+        (StatusCode::OK, "Ready.\n")
+    } else {
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "Not ready: no list has been polled successfully yet.\n",
+        )
+    }
+}
+
+async fn landing(State(state): State<AppState>) -> Html<String> {
+    let snapshot = state.snapshots.borrow().clone();
+    let mut page = String::with_capacity(16 * 1024);
+    let version = env!("CARGO_PKG_VERSION");
+    let path = escape(&state.telemetry_path);
+    let _ = write!(
+        page,
+        "<!doctype html><html><head><meta charset=\"utf-8\"><title>Reputation Exporter</title>\
+         <style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}\
+         td,th{{border:1px solid #ccc;padding:2px 8px;text-align:left}}</style></head><body>\
+         <h1>Reputation Exporter</h1><p>Version {version}. Metrics: <a href=\"{path}\">{path}</a>\
+         </p><h2>Upstream API</h2><table><tr><th>endpoint</th><th>last poll</th>\
+         <th>last success</th></tr>"
+    );
+    let now = unix_now();
+    for health in state.telemetry.health() {
+        let age = health
+            .last_success
+            .map_or("never".to_owned(), |t| format!("{:.0} s ago", now - t));
+        let _ = write!(
+            page,
+            "<tr><td>{}</td><td>{}</td><td>{age}</td></tr>",
+            health.endpoint.label(),
+            if health.up { "ok" } else { "failed" },
+        );
+    }
+    let mut assets: Vec<&Asset> = snapshot.assets().collect();
+    assets.sort_by(|a, b| worst_first(a, b));
+    let _ = write!(
+        page,
+        "</table><h2>Assets, worst first</h2><p>{} assets.</p><table><tr><th>kind</th>\
+         <th>asset</th><th>sender score</th><th>blacklistings</th><th>SNDS</th></tr>",
+        assets.len()
+    );
+    for asset in assets.iter().take(LANDING_ROWS) {
+        let show = |v: Option<f64>| v.map_or("–".to_owned(), |v| v.to_string());
+        let snds = asset.snds_reputation.map_or("–", |c| c.label());
+        let _ = write!(
+            page,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{snds}</td></tr>",
+            asset.kind.label(),
+            escape(&asset.name),
+            show(asset.senderscore),
+            show(asset.blacklistings),
+        );
+    }
+    if assets.len() > LANDING_ROWS {
+        let _ = write!(
+            page,
+            "<tr><td colspan=\"5\">and {} more in {path}</td></tr>",
+            assets.len() - LANDING_ROWS
+        );
+    }
+    page.push_str("</table></body></html>\n");
+    Html(page)
+}
+
+/// Most blacklistings first, then lowest sender score (no score last), then by name.
+fn worst_first(a: &Asset, b: &Asset) -> std::cmp::Ordering {
+    let listings = |x: &Asset| x.blacklistings.unwrap_or(0.0);
+    let score = |x: &Asset| x.senderscore.unwrap_or(f64::INFINITY);
+    listings(b)
+        .total_cmp(&listings(a))
+        .then(score(a).total_cmp(&score(b)))
+        .then_with(|| a.name.cmp(&b.name))
+}
+
+/// Escapes text for HTML element content and attribute values.
+fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn html_special_characters_are_escaped() {
+        assert_eq!(
+            escape("<script>\"x\" & 'y'</script>"),
+            "&lt;script&gt;&quot;x&quot; &amp; &#39;y&#39;&lt;/script&gt;"
+        );
+    }
+}
