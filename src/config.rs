@@ -18,6 +18,8 @@ use figment::value::{Dict, Map};
 use figment::{Figment, Metadata, Profile, Provider};
 use serde::{Deserialize, Deserializer, Serialize};
 
+use crate::upstream::retry::RetryPolicy;
+
 /// Prefix of the environment variables read as configuration.
 pub const ENV_PREFIX: &str = "REPUTATION_EXPORTER_";
 
@@ -64,6 +66,8 @@ pub struct Settings {
     pub poll: PollSettings,
     /// Freshness rules of the served data.
     pub metrics: MetricsSettings,
+    /// Retries of transient upstream failures.
+    pub backoff: BackoffSettings,
     /// The exporter's own HTTP server.
     pub web: WebSettings,
     /// Logging.
@@ -109,6 +113,22 @@ pub struct MetricsSettings {
     pub max_age: Option<String>,
 }
 
+/// `[backoff]`: exponential backoff with full jitter on 503, other 5xx, timeouts and connection
+/// errors.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct BackoffSettings {
+    /// Ceiling of the first retry's delay.
+    #[serde(deserialize_with = "string")]
+    pub initial_delay: Option<String>,
+    /// Largest delay between two attempts; also bounds `Retry-After`.
+    #[serde(deserialize_with = "string")]
+    pub max_delay: Option<String>,
+    /// Time after which a failing endpoint is given up until its next poll.
+    #[serde(deserialize_with = "string")]
+    pub max_elapsed: Option<String>,
+}
+
 /// `[web]`: the exporter's own endpoint.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
@@ -145,6 +165,16 @@ impl Default for MetricsSettings {
     fn default() -> Self {
         MetricsSettings {
             max_age: Some("1h".into()),
+        }
+    }
+}
+
+impl Default for BackoffSettings {
+    fn default() -> Self {
+        BackoffSettings {
+            initial_delay: Some("1s".into()),
+            max_delay: Some("2m".into()),
+            max_elapsed: Some("10m".into()),
         }
     }
 }
@@ -223,6 +253,8 @@ pub struct Config {
     pub poll_interval: Duration,
     /// Age after which the values of a failing endpoint are no longer served.
     pub max_age: Duration,
+    /// Retries of transient failures.
+    pub retry: RetryPolicy,
     /// The exporter's own HTTP endpoint.
     pub web: WebConfig,
     /// Logging.
@@ -366,6 +398,7 @@ impl Settings {
             },
             poll_interval: duration("poll.interval", self.poll.interval)?,
             max_age: duration("metrics.max_age", self.metrics.max_age)?,
+            retry: retry_policy(self.backoff)?,
             web: WebConfig {
                 listen_address: listen_address(self.web.listen_address.as_deref())?,
                 telemetry_path: telemetry_path(self.web.telemetry_path)?,
@@ -460,6 +493,21 @@ fn duration(key: &'static str, value: Option<String>) -> Result<Duration, Config
         return Err(invalid(key, "must be longer than zero"));
     }
     Ok(parsed)
+}
+
+fn retry_policy(settings: BackoffSettings) -> Result<RetryPolicy, ConfigError> {
+    let policy = RetryPolicy {
+        initial_delay: duration("backoff.initial_delay", settings.initial_delay)?,
+        max_delay: duration("backoff.max_delay", settings.max_delay)?,
+        max_elapsed: duration("backoff.max_elapsed", settings.max_elapsed)?,
+    };
+    if policy.initial_delay > policy.max_delay {
+        return Err(invalid(
+            "backoff.initial_delay",
+            "must not be longer than backoff.max_delay",
+        ));
+    }
+    Ok(policy)
 }
 
 fn listen_address(value: Option<&str>) -> Result<SocketAddr, ConfigError> {
@@ -664,6 +712,9 @@ mod tests {
         assert_eq!(config.api.max_body_bytes, 268_435_456);
         assert_eq!(config.poll_interval, Duration::from_secs(300));
         assert_eq!(config.max_age, Duration::from_secs(3600));
+        assert_eq!(config.retry.initial_delay, Duration::from_secs(1));
+        assert_eq!(config.retry.max_delay, Duration::from_secs(120));
+        assert_eq!(config.retry.max_elapsed, Duration::from_secs(600));
         assert_eq!(
             config.web.listen_address,
             "0.0.0.0:9525".parse::<SocketAddr>().unwrap()
@@ -792,6 +843,7 @@ mod tests {
         assert_eq!(config.api.timeout, defaults.api.timeout);
         assert_eq!(config.poll_interval, defaults.poll_interval);
         assert_eq!(config.max_age, defaults.max_age);
+        assert_eq!(config.retry, defaults.retry);
         assert_eq!(config.web.listen_address, defaults.web.listen_address);
     }
 }

@@ -33,10 +33,14 @@ const DEMO_OUTAGE_PER_MILLE: u64 = 60;
 /// One scripted answer of an endpoint, used once, before the normal answer.
 #[derive(Debug, Clone)]
 pub enum Fault {
-    /// Answer with this status and an empty JSON object.
+    /// Answer with this status and a small JSON error body.
     Status(u16),
+    /// Answer with this status and this `Retry-After` header value.
+    RetryAfter(u16, String),
     /// Answer 200 with this raw body.
     Body(String),
+    /// Wait this long, then answer normally.
+    Delay(Duration),
 }
 
 /// A handle on a running (or ready to run) simulated API; clones share the same state.
@@ -53,7 +57,10 @@ struct Sim {
     /// `Some` in demo mode: the data is regenerated as time passes.
     moving: Option<Movement>,
     faults: HashMap<String, VecDeque<Fault>>,
-    requests: HashMap<String, u64>,
+    /// Endpoints that answer this status to every request, once their queued faults are used.
+    outages: HashMap<String, u16>,
+    /// When each request arrived, per path.
+    arrivals: HashMap<String, Vec<Instant>>,
 }
 
 #[derive(Debug)]
@@ -74,7 +81,8 @@ impl SimulatedApi {
                 domains: (0..domains).map(|i| domain_item(i, 0)).collect(),
                 moving: None,
                 faults: HashMap::new(),
-                requests: HashMap::new(),
+                outages: HashMap::new(),
+                arrivals: HashMap::new(),
             })),
         }
     }
@@ -155,34 +163,66 @@ impl SimulatedApi {
             .push_back(fault);
     }
 
-    /// Requests received so far at `path`, answered or not.
-    pub fn requests(&self, path: &str) -> u64 {
-        self.sim().requests.get(path).copied().unwrap_or(0)
+    /// Makes the endpoint at `path` answer `status` to every request from now on (`None` ends
+    /// the outage).
+    pub fn set_outage(&self, path: &str, status: Option<u16>) {
+        let mut sim = self.sim();
+        match status {
+            Some(status) => sim.outages.insert(path.into(), status),
+            None => sim.outages.remove(path),
+        };
     }
 
-    /// Counts the request, checks its token and applies any queued fault or demo outage.
-    fn intercept(&self, path: &str, headers: &HeaderMap) -> Option<Response> {
-        let mut sim = self.sim();
-        let count = {
-            let n = sim.requests.entry(path.into()).or_default();
-            *n += 1;
-            *n
+    /// Requests received so far at `path`, answered or not.
+    pub fn requests(&self, path: &str) -> usize {
+        self.sim().arrivals.get(path).map_or(0, Vec::len)
+    }
+
+    /// When each request to `path` arrived.
+    pub fn arrivals(&self, path: &str) -> Vec<Instant> {
+        self.sim().arrivals.get(path).cloned().unwrap_or_default()
+    }
+
+    /// Records the request, checks its token and applies any queued fault, outage or demo
+    /// outage; `None` means "answer normally".
+    async fn intercept(&self, path: &str, headers: &HeaderMap) -> Option<Response> {
+        let delay = match self.decide(path, headers) {
+            Decision::Answer(response) => return Some(response),
+            Decision::Normal => return None,
+            Decision::Delay(delay) => delay,
         };
+        tokio::time::sleep(delay).await;
+        None
+    }
+
+    fn decide(&self, path: &str, headers: &HeaderMap) -> Decision {
+        let mut sim = self.sim();
+        let arrivals = sim.arrivals.entry(path.into()).or_default();
+        arrivals.push(Instant::now());
+        let count = arrivals.len() as u64;
         let expected = format!("Bearer {}", sim.token);
-        if headers
+        let authorization = headers
             .get(header::AUTHORIZATION)
-            .map(HeaderValue::as_bytes)
-            != Some(expected.as_bytes())
-        {
-            return Some(error(StatusCode::UNAUTHORIZED));
+            .map(HeaderValue::as_bytes);
+        if authorization != Some(expected.as_bytes()) {
+            return Decision::Answer(error(StatusCode::UNAUTHORIZED));
         }
         if let Some(fault) = sim.faults.get_mut(path).and_then(VecDeque::pop_front) {
-            return Some(match fault {
-                Fault::Status(status) => {
-                    error(StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR))
+            return match fault {
+                Fault::Status(status) => Decision::Answer(error(status_code(status))),
+                Fault::RetryAfter(status, value) => {
+                    let mut response = error(status_code(status));
+                    if let Ok(value) = HeaderValue::from_str(&value) {
+                        response.headers_mut().insert(header::RETRY_AFTER, value);
+                    }
+                    Decision::Answer(response)
                 }
-                Fault::Body(body) => raw_json(body),
-            });
+                Fault::Body(body) => Decision::Answer(raw_json(body)),
+                Fault::Delay(delay) => Decision::Delay(delay),
+            };
+        }
+        if let Some(status) = sim.outages.get(path) {
+            return Decision::Answer(error(status_code(*status)));
         }
         if let Some(movement) = &mut sim.moving {
             let tick = movement.started.elapsed().as_secs() / DEMO_TICK.as_secs();
@@ -195,11 +235,22 @@ impl SimulatedApi {
             // The first answer of each endpoint is always good, so the demo starts full.
             let roll = mix(count, tick, path.len() as u64) % 1000;
             if count > 1 && path != "/api/v1/user" && roll < DEMO_OUTAGE_PER_MILLE {
-                return Some(error(StatusCode::SERVICE_UNAVAILABLE));
+                return Decision::Answer(error(StatusCode::SERVICE_UNAVAILABLE));
             }
         }
-        None
+        Decision::Normal
     }
+}
+
+/// What the simulated API does with one request.
+enum Decision {
+    Answer(Response),
+    Delay(Duration),
+    Normal,
+}
+
+fn status_code(status: u16) -> StatusCode {
+    StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
 }
 
 fn error(status: StatusCode) -> Response {
@@ -212,7 +263,7 @@ fn raw_json(body: String) -> Response {
 }
 
 async fn user(State(api): State<SimulatedApi>, request: Request) -> Response {
-    if let Some(r) = api.intercept("/api/v1/user", request.headers()) {
+    if let Some(r) = api.intercept("/api/v1/user", request.headers()).await {
         return r;
     }
     Json(json!({"id": 4242, "name": "Demo User", "email": "demo@example.com", "project_id": 7}))
@@ -220,22 +271,25 @@ async fn user(State(api): State<SimulatedApi>, request: Request) -> Response {
 }
 
 async fn system_check(State(api): State<SimulatedApi>, request: Request) -> Response {
-    if let Some(r) = api.intercept("/api/v1/system-check", request.headers()) {
+    if let Some(r) = api
+        .intercept("/api/v1/system-check", request.headers())
+        .await
+    {
         return r;
     }
     Json(json!({"status": "ok", "message": "All systems operational"})).into_response()
 }
 
 async fn ip_list(State(api): State<SimulatedApi>, request: Request) -> Response {
-    list(&api, "/api/v1/ip-list", request.headers(), Kind::Ip)
+    list(&api, "/api/v1/ip-list", request.headers(), Kind::Ip).await
 }
 
 async fn domain_list(State(api): State<SimulatedApi>, request: Request) -> Response {
-    list(&api, "/api/v1/domain-list", request.headers(), Kind::Domain)
+    list(&api, "/api/v1/domain-list", request.headers(), Kind::Domain).await
 }
 
-fn list(api: &SimulatedApi, path: &str, headers: &HeaderMap, kind: Kind) -> Response {
-    if let Some(r) = api.intercept(path, headers) {
+async fn list(api: &SimulatedApi, path: &str, headers: &HeaderMap, kind: Kind) -> Response {
+    if let Some(r) = api.intercept(path, headers).await {
         return r;
     }
     let sim = api.sim();

@@ -72,6 +72,7 @@ impl Exporter {
             telemetry.clone(),
             store.clone(),
             config.poll_interval,
+            config.retry,
         );
         let state = server::AppState {
             snapshots: store.subscribe(),

@@ -17,6 +17,7 @@ use crate::config::USER_INTERVAL;
 use crate::snapshot::{Asset, AssetSet, Kind, Snapshot, Unrecognized};
 use crate::telemetry::Telemetry;
 use crate::upstream::dto::{self, DecodeError, DecodedList, SystemStatus, User};
+use crate::upstream::retry::RetryPolicy;
 use crate::upstream::{Client, Endpoint, FetchError};
 
 /// At most this many invalid items of one list are logged one by one per poll.
@@ -139,21 +140,24 @@ pub struct Poller {
     telemetry: Arc<Telemetry>,
     store: Arc<Store>,
     interval: Duration,
+    retry: RetryPolicy,
 }
 
 impl Poller {
-    /// A poller of this client every `interval`.
+    /// A poller of this client every `interval`, retrying transient failures by `retry`.
     pub fn new(
         client: Client,
         telemetry: Arc<Telemetry>,
         store: Arc<Store>,
         interval: Duration,
+        retry: RetryPolicy,
     ) -> Self {
         Poller {
             client,
             telemetry,
             store,
             interval,
+            retry,
         }
     }
 
@@ -164,10 +168,11 @@ impl Poller {
             let started = Instant::now();
             let due = started + self.interval;
             let with_user = started >= next_user;
-            if with_user {
+            let outcome = self.cycle(with_user, due).await;
+            // `user` is asked hourly once it has answered; until then, every cycle.
+            if with_user && outcome.user {
                 next_user = started + USER_INTERVAL;
             }
-            self.cycle(with_user).await;
             loop {
                 let wake = self.store.next_expiry().map_or(due, |e| e.min(due));
                 tokio::time::sleep_until(wake).await;
@@ -181,45 +186,56 @@ impl Poller {
 
     /// One poll of every endpoint, `user` included; true when every one succeeded.
     pub async fn poll_once(&self) -> bool {
-        self.cycle(true).await
+        self.cycle(true, Instant::now() + self.interval).await.all
     }
 
-    async fn cycle(&self, with_user: bool) -> bool {
+    /// Polls every endpoint concurrently; retries stop at `deadline`, the next cycle's start.
+    async fn cycle(&self, with_user: bool, deadline: Instant) -> Outcome {
         let started = Instant::now();
         let user = async {
             if with_user {
-                self.poll_user().await
+                self.poll_user(deadline).await
             } else {
                 true
             }
         };
         let (ips, domains, system, user) = tokio::join!(
-            self.poll_list(Kind::Ip),
-            self.poll_list(Kind::Domain),
-            self.poll_system(),
+            self.poll_list(Kind::Ip, deadline),
+            self.poll_list(Kind::Domain, deadline),
+            self.poll_system(deadline),
             user
         );
         self.telemetry.poll_duration(started.elapsed());
-        ips && domains && system && user
+        Outcome {
+            all: ips && domains && system && user,
+            user,
+        }
     }
 
-    /// Fetches one endpoint. This is where a retry policy wraps the single request.
+    /// Fetches one endpoint, retrying transient failures until `deadline` at the latest.
     async fn fetch<T>(
         &self,
         endpoint: Endpoint,
-        decode: impl FnOnce(&[u8]) -> Result<T, DecodeError>,
+        deadline: Instant,
+        decode: impl Fn(&[u8]) -> Result<T, DecodeError>,
     ) -> Result<T, FetchError> {
-        self.client.get(endpoint, endpoint.path(), decode).await
+        self.retry
+            .run(endpoint, deadline, &self.telemetry, || {
+                self.client.get(endpoint, endpoint.path(), &decode)
+            })
+            .await
     }
 
-    async fn poll_list(&self, kind: Kind) -> bool {
+    async fn poll_list(&self, kind: Kind, deadline: Instant) -> bool {
         let (endpoint, name_field) = match kind {
             Kind::Ip => (Endpoint::IpList, "ip"),
             Kind::Domain => (Endpoint::DomainList, "domain"),
         };
         let fetched = Instant::now();
         let list = match self
-            .fetch(endpoint, |body| dto::decode_list(body, name_field))
+            .fetch(endpoint, deadline, |body| {
+                dto::decode_list(body, name_field)
+            })
             .await
         {
             Ok(list) => list,
@@ -269,9 +285,12 @@ impl Poller {
         true
     }
 
-    async fn poll_system(&self) -> bool {
+    async fn poll_system(&self, deadline: Instant) -> bool {
         let endpoint = Endpoint::SystemCheck;
-        match self.fetch(endpoint, dto::decode::<SystemStatus>).await {
+        match self
+            .fetch(endpoint, deadline, dto::decode::<SystemStatus>)
+            .await
+        {
             Ok(status) => {
                 let ok = status.status.eq_ignore_ascii_case("ok");
                 if !ok {
@@ -292,9 +311,9 @@ impl Poller {
         }
     }
 
-    async fn poll_user(&self) -> bool {
+    async fn poll_user(&self, deadline: Instant) -> bool {
         let endpoint = Endpoint::User;
-        match self.fetch(endpoint, dto::decode::<User>).await {
+        match self.fetch(endpoint, deadline, dto::decode::<User>).await {
             Ok(user) => {
                 info!(user_id = %user.id.0, project_id = %user.project_id.0, "API account");
                 self.telemetry.account(user.id.0, user.project_id.0);
@@ -322,6 +341,14 @@ impl Poller {
         }
         false
     }
+}
+
+/// What one cycle achieved.
+struct Outcome {
+    /// Every endpoint polled in the cycle succeeded.
+    all: bool,
+    /// `user` succeeded, or was not due.
+    user: bool,
 }
 
 /// Logs the skipped items of a list (the first few one by one) and counts them by field.

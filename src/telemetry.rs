@@ -78,7 +78,8 @@ struct State {
     retries: BTreeMap<Endpoint, u64>,
     api_up: BTreeMap<Endpoint, bool>,
     last_success: BTreeMap<Endpoint, f64>,
-    auth_ok: Option<bool>,
+    /// Per endpoint: whether its last answer accepted the token.
+    auth: BTreeMap<Endpoint, bool>,
     system_ok: Option<bool>,
     poll_duration: Option<f64>,
     unrecognized: BTreeMap<&'static str, u64>,
@@ -152,9 +153,9 @@ impl Telemetry {
         }
     }
 
-    /// Records whether the API accepted the token.
-    pub fn auth(&self, ok: bool) {
-        self.state().auth_ok = Some(ok);
+    /// Records whether an answer of this endpoint accepted the token.
+    pub fn auth(&self, endpoint: Endpoint, ok: bool) {
+        self.state().auth.insert(endpoint, ok);
     }
 
     /// Records the system-check verdict.
@@ -249,11 +250,12 @@ impl Telemetry {
 
         let f = gauge(
             "reputation_api_auth_ok",
-            "0 after the API rejected the token (401/403), 1 after it accepted a request.",
+            "0 while the last answer of any API endpoint rejected the token (401/403), 1 when \
+             every endpoint's last answer accepted it.",
         );
         w.family(&f);
-        if let Some(ok) = state.auth_ok {
-            w.sample(f.name, &[], bool_value(ok));
+        if !state.auth.is_empty() {
+            w.sample(f.name, &[], bool_value(state.auth.values().all(|ok| *ok)));
         }
 
         let f = gauge(

@@ -4,9 +4,10 @@
 //! caller's decision (see [`crate::poll`]), made on [`FetchError::is_transient`].
 
 pub mod dto;
+pub mod retry;
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use bytes::{Bytes, BytesMut};
 use reqwest::header::{self, HeaderValue};
@@ -92,6 +93,14 @@ pub enum FetchError {
 }
 
 impl FetchError {
+    /// How long the server asked to wait (`Retry-After`), when it did.
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            FetchError::Status { retry_after, .. } => *retry_after,
+            _ => None,
+        }
+    }
+
     /// Whether trying again soon may help: 5xx, timeouts and connection errors.
     pub fn is_transient(&self) -> bool {
         match self {
@@ -175,9 +184,9 @@ impl Client {
         };
         self.telemetry.request(endpoint, code, started.elapsed());
         match &result {
-            Err(FetchError::Rejected(_)) => self.telemetry.auth(false),
+            Err(FetchError::Rejected(_)) => self.telemetry.auth(endpoint, false),
             Err(FetchError::Status { .. } | FetchError::Decode(_) | FetchError::TooLarge(_))
-            | Ok(_) => self.telemetry.auth(true),
+            | Ok(_) => self.telemetry.auth(endpoint, true),
             Err(FetchError::Timeout(_) | FetchError::Connect(_)) => {}
         }
         result
@@ -202,7 +211,7 @@ impl Client {
                 .headers()
                 .get(header::RETRY_AFTER)
                 .and_then(|v| v.to_str().ok())
-                .and_then(parse_retry_after);
+                .and_then(|v| parse_retry_after(v, SystemTime::now()));
             return Err(FetchError::Status {
                 status,
                 retry_after,
@@ -260,7 +269,35 @@ fn code_of(error: &FetchError) -> Code {
     }
 }
 
-/// Reads `Retry-After` given in delta-seconds.
-fn parse_retry_after(value: &str) -> Option<Duration> {
-    value.trim().parse::<u64>().ok().map(Duration::from_secs)
+/// Reads `Retry-After` in both forms: delta-seconds, or an HTTP date (a date already past means
+/// no wait).
+fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
+    let value = value.trim();
+    if let Ok(seconds) = value.parse::<u64>() {
+        return Some(Duration::from_secs(seconds));
+    }
+    let date = httpdate::parse_http_date(value).ok()?;
+    Some(date.duration_since(now).unwrap_or(Duration::ZERO))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_after_is_read_as_seconds_or_as_an_http_date() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_784_000_000);
+        assert_eq!(
+            parse_retry_after("120", now),
+            Some(Duration::from_secs(120))
+        );
+        let later = httpdate::fmt_http_date(now + Duration::from_secs(90));
+        assert_eq!(
+            parse_retry_after(&later, now),
+            Some(Duration::from_secs(90))
+        );
+        let earlier = httpdate::fmt_http_date(now - Duration::from_secs(90));
+        assert_eq!(parse_retry_after(&earlier, now), Some(Duration::ZERO));
+        assert_eq!(parse_retry_after("soon", now), None);
+    }
 }

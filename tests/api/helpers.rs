@@ -3,7 +3,7 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use reputation_exporter::config::{Secret, Settings};
@@ -29,6 +29,10 @@ pub struct Options {
     pub max_age: &'static str,
     /// Whether the poll loop starts right away.
     pub start_polling: bool,
+    /// Last changes to the settings (backoff, timeouts, base address...).
+    pub configure: Box<dyn FnOnce(&mut Settings) + Send>,
+    /// The token the exporter sends.
+    pub token: &'static str,
 }
 
 impl Default for Options {
@@ -38,6 +42,8 @@ impl Default for Options {
             interval: "200ms",
             max_age: "1h",
             start_polling: true,
+            configure: Box::new(|_| {}),
+            token: DEMO_TOKEN,
         }
     }
 }
@@ -56,6 +62,7 @@ pub async fn spawn_app() -> TestApp {
 }
 
 pub async fn spawn_app_with(options: Options) -> TestApp {
+    log_buffer();
     let base_url = options
         .upstream
         .spawn()
@@ -66,10 +73,12 @@ pub async fn spawn_app_with(options: Options) -> TestApp {
     settings.metrics.max_age = Some(options.max_age.into());
     settings.web.listen_address = Some("127.0.0.1:0".into());
     settings.api.base_url = Some(base_url.clone());
-    settings.api.token = Some(DEMO_TOKEN.into());
+    settings.api.token = Some(options.token.into());
+    (options.configure)(&mut settings);
+    let target = settings.api.base_url.clone().unwrap();
     let config = settings.validate(false).expect("valid test configuration");
 
-    let exporter = Exporter::new(&config, base_url.parse().unwrap(), Secret::new(DEMO_TOKEN))
+    let exporter = Exporter::new(&config, target.parse().unwrap(), Secret::new(options.token))
         .expect("exporter builds");
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
@@ -143,6 +152,40 @@ pub fn sample(body: &str, series: &str) -> Option<f64> {
         let value = line.strip_prefix(series)?.strip_prefix(' ')?;
         value.parse().ok()
     })
+}
+
+/// Every log line of this test binary, at every level, since the first exporter started.
+pub fn logs() -> String {
+    String::from_utf8_lossy(&log_buffer().lock().unwrap()).into_owned()
+}
+
+/// Installs (once) the global subscriber that writes every event into a buffer.
+fn log_buffer() -> &'static std::sync::Mutex<Vec<u8>> {
+    use std::sync::Mutex;
+    static LOGS: OnceLock<Arc<Mutex<Vec<u8>>>> = OnceLock::new();
+    LOGS.get_or_init(|| {
+        let buffer = Arc::new(Mutex::new(Vec::new()));
+        let sink = buffer.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::TRACE)
+            .with_ansi(false)
+            .with_writer(move || Sink(sink.clone()))
+            .finish();
+        tracing::subscriber::set_global_default(subscriber).expect("one global subscriber");
+        buffer
+    })
+}
+
+struct Sink(Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Sink {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(data);
+        Ok(data.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// A Python with the reference `prometheus_client` parsers: the system one when it has them,

@@ -1,6 +1,7 @@
 //! Black-box tests: the exporter on a loopback port against the simulated API.
 
 mod exposition;
+mod faults;
 mod health;
 mod helpers;
 mod metrics;

@@ -216,13 +216,9 @@ async fn a_duplicated_asset_gives_one_series() {
 
 #[tokio::test]
 async fn a_failing_list_keeps_its_last_values_while_the_other_list_refreshes() {
-    use reputation_exporter::demo::Fault;
     let app = spawn_app().await;
     app.metrics_when("the first poll", up).await;
-    for _ in 0..1000 {
-        app.upstream
-            .push_fault("/api/v1/ip-list", Fault::Status(500));
-    }
+    app.upstream.set_outage("/api/v1/ip-list", Some(500));
     app.upstream.remove_asset("mail1.example.net");
     let body = app
         .metrics_when("the domain removal and the ip-list failure", |b| {
@@ -242,7 +238,6 @@ async fn a_failing_list_keeps_its_last_values_while_the_other_list_refreshes() {
 
 #[tokio::test]
 async fn values_older_than_max_age_are_dropped() {
-    use reputation_exporter::demo::Fault;
     let app = spawn_app_with(Options {
         max_age: "1s",
         ..Options::default()
@@ -250,9 +245,7 @@ async fn values_older_than_max_age_are_dropped() {
     .await;
     app.metrics_when("the first poll", up).await;
     for path in ["/api/v1/ip-list", "/api/v1/domain-list"] {
-        for _ in 0..1000 {
-            app.upstream.push_fault(path, Fault::Status(503));
-        }
+        app.upstream.set_outage(path, Some(503));
     }
     let body = app
         .metrics_when("the assets to expire", |b| {

@@ -97,13 +97,22 @@ fn once_exits_1_when_the_api_cannot_be_reached() {
         .env("REPUTATION_EXPORTER_API__BASE_URL", "http://127.0.0.1:9")
         .env("REPUTATION_EXPORTER_API__TOKEN", "x")
         .env("REPUTATION_EXPORTER_API__TIMEOUT", "2s")
+        .env("REPUTATION_EXPORTER_BACKOFF__INITIAL_DELAY", "100ms")
+        .env("REPUTATION_EXPORTER_BACKOFF__MAX_ELAPSED", "1s")
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(1));
     let stdout = String::from_utf8(output.stdout).unwrap();
     assert!(stdout.contains("reputation_up 0\n"));
+    let refused = stdout
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix(r#"reputation_api_requests_total{endpoint="ip-list",code="connect"} "#)
+        })
+        .and_then(|v| v.parse::<u32>().ok());
     assert!(
-        stdout.contains("reputation_api_requests_total{endpoint=\"ip-list\",code=\"connect\"} 1\n")
+        refused >= Some(2),
+        "connection errors are retried: {stdout}"
     );
 }
 

@@ -1,0 +1,482 @@
+//! Fault injection: the simulated API answers with scripted statuses, delays and bodies, and
+//! every row of the failure policy is checked by request counts, timings and `/metrics`.
+//!
+//! These run on the real clock over loopback, with delays scaled down to tens of milliseconds;
+//! the retry schedule itself is checked under Tokio's paused clock in `upstream::retry`.
+
+use std::time::{Duration, Instant};
+
+use reputation_exporter::config::Settings;
+use reputation_exporter::demo::{Fault, SimulatedApi};
+use reputation_exporter::snapshot::Kind;
+
+use crate::helpers::{DEADLINE, Options, TestApp, logs, sample, spawn_app_with, up};
+
+const IP_LIST: &str = "/api/v1/ip-list";
+const DOMAIN_LIST: &str = "/api/v1/domain-list";
+
+/// Fast retries: ceilings 100, 200, 400, 400... ms, given up after 2 s.
+fn fast_backoff(settings: &mut Settings) {
+    settings.backoff.initial_delay = Some("100ms".into());
+    settings.backoff.max_delay = Some("400ms".into());
+    settings.backoff.max_elapsed = Some("2s".into());
+}
+
+fn options(interval: &'static str, configure: fn(&mut Settings)) -> Options {
+    Options {
+        interval,
+        configure: Box::new(move |s| {
+            fast_backoff(s);
+            configure(s);
+        }),
+        ..Options::default()
+    }
+}
+
+fn value(body: &str, series: &str) -> f64 {
+    sample(body, series).unwrap_or_else(|| panic!("no sample {series} in\n{body}"))
+}
+
+async fn wait_until(what: &str, condition: impl Fn() -> bool) {
+    let deadline = Instant::now() + DEADLINE;
+    while !condition() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_burst_of_503_is_retried_with_growing_ceilings_until_the_list_arrives() {
+    let mut app = spawn_app_with(Options {
+        start_polling: false,
+        ..options("30s", |_| {})
+    })
+    .await;
+    for _ in 0..3 {
+        app.upstream.push_fault(IP_LIST, Fault::Status(503));
+    }
+    app.start_polling();
+    let body = app.metrics_when("the list to arrive", up).await;
+
+    let arrivals = app.upstream.arrivals(IP_LIST);
+    assert_eq!(arrivals.len(), 4, "three 503 then one 200");
+    // Full jitter draws each delay between 0 and a ceiling that doubles: 100, 200, 400 ms.
+    // The slack covers scheduling and the request itself, never a skipped ceiling.
+    let slack = Duration::from_millis(150);
+    for (gap, ceiling_ms) in arrivals
+        .windows(2)
+        .map(|w| w[1] - w[0])
+        .zip([100, 200, 400])
+    {
+        assert!(
+            gap <= Duration::from_millis(ceiling_ms) + slack,
+            "gap {gap:?} over the {ceiling_ms} ms ceiling"
+        );
+    }
+    assert_eq!(
+        value(&body, r#"reputation_api_retries_total{endpoint="ip-list"}"#),
+        3.0
+    );
+    assert_eq!(
+        value(
+            &body,
+            r#"reputation_api_requests_total{endpoint="ip-list",code="503"}"#
+        ),
+        3.0
+    );
+    assert_eq!(
+        value(
+            &body,
+            r#"reputation_api_requests_total{endpoint="ip-list",code="200"}"#
+        ),
+        1.0
+    );
+    assert_eq!(value(&body, r#"reputation_assets{kind="ip"}"#), 3.0);
+    assert_eq!(
+        app.upstream.requests(DOMAIN_LIST),
+        1,
+        "the other list was not held back"
+    );
+}
+
+#[tokio::test]
+async fn retry_after_of_2_seconds_holds_the_next_request_back_2_seconds() {
+    let mut app = spawn_app_with(Options {
+        start_polling: false,
+        ..options("30s", |s| {
+            s.backoff.max_delay = Some("5s".into());
+            s.backoff.max_elapsed = Some("10s".into());
+        })
+    })
+    .await;
+    app.upstream
+        .push_fault(IP_LIST, Fault::RetryAfter(503, "2".into()));
+    app.start_polling();
+    app.metrics_when("the list to arrive", up).await;
+    let arrivals = app.upstream.arrivals(IP_LIST);
+    assert_eq!(arrivals.len(), 2);
+    let gap = arrivals[1] - arrivals[0];
+    assert!(gap >= Duration::from_secs(2), "retried after {gap:?}");
+}
+
+#[tokio::test]
+async fn an_endless_503_is_given_up_within_max_elapsed_and_values_expire_after_max_age() {
+    let app = spawn_app_with(Options {
+        max_age: "3s",
+        ..options("2s", |s| {
+            s.backoff.max_delay = Some("200ms".into());
+            s.backoff.max_elapsed = Some("600ms".into());
+        })
+    })
+    .await;
+    app.metrics_when("the first poll", up).await;
+    let outage = Instant::now();
+    let before = app.upstream.requests(IP_LIST);
+    app.upstream.set_outage(IP_LIST, Some(503));
+
+    // While retrying fails, the last good values stay served.
+    let body = app
+        .metrics_when("a failed poll", |b| {
+            sample(b, r#"reputation_api_up{endpoint="ip-list"}"#) == Some(0.0)
+        })
+        .await;
+    assert_eq!(value(&body, r#"reputation_assets{kind="ip"}"#), 3.0);
+    assert_eq!(value(&body, "reputation_up"), 0.0);
+
+    let body = app
+        .metrics_when("the IP assets to expire", |b| {
+            sample(b, r#"reputation_assets{kind="ip"}"#) == Some(0.0)
+        })
+        .await;
+    assert!(
+        outage.elapsed() >= Duration::from_secs(1),
+        "dropped too early"
+    );
+    assert!(!body.contains(r#"reputation_asset_info{kind="ip""#));
+    assert_eq!(value(&body, r#"reputation_assets{kind="domain"}"#), 2.0);
+
+    // Each poll's attempts (a group of arrivals less than half an interval apart) spans less
+    // than max_elapsed; polls are 2 s apart, retries at most 200 ms.
+    let arrivals = &app.upstream.arrivals(IP_LIST)[before..];
+    let mut groups: Vec<Vec<tokio::time::Instant>> = Vec::new();
+    for t in arrivals {
+        match groups.last_mut() {
+            Some(group) if *t - *group.last().unwrap() < Duration::from_secs(1) => group.push(*t),
+            _ => groups.push(vec![*t]),
+        }
+    }
+    assert!(!groups.is_empty());
+    for group in &groups {
+        let span = *group.last().unwrap() - group[0];
+        assert!(
+            span < Duration::from_millis(600),
+            "attempts spanned {span:?}"
+        );
+    }
+    assert!(groups.iter().any(|g| g.len() > 1), "503 was retried");
+}
+
+#[tokio::test]
+async fn a_rejected_token_is_tried_once_per_interval_and_recovers_when_accepted() {
+    let upstream = SimulatedApi::new(3, 2);
+    upstream.set_token("another-token");
+    let app = spawn_app_with(Options {
+        upstream,
+        ..options("400ms", |_| {})
+    })
+    .await;
+    let body = app
+        .metrics_when("the rejection", |b| {
+            sample(b, "reputation_api_auth_ok") == Some(0.0)
+        })
+        .await;
+    assert_eq!(value(&body, "reputation_up"), 0.0);
+    assert_eq!(app.get("/-/ready").await.status(), 503);
+    let started = Instant::now();
+    tokio::time::sleep(Duration::from_millis(1300)).await;
+    // At most one attempt per interval: no retries, no storm.
+    let attempts = app.upstream.requests(IP_LIST);
+    let intervals = started.elapsed().as_millis() / 400 + 2;
+    assert!(
+        attempts as u128 <= intervals,
+        "{attempts} attempts in {intervals} intervals"
+    );
+    let body = app.metrics().await;
+    assert_eq!(
+        sample(&body, r#"reputation_api_retries_total{endpoint="ip-list"}"#),
+        None
+    );
+    assert!(
+        value(
+            &body,
+            r#"reputation_api_requests_total{endpoint="ip-list",code="401"}"#
+        ) >= 2.0
+    );
+    assert!(logs().contains("the token is rejected"));
+
+    app.upstream
+        .set_token(reputation_exporter::demo::DEMO_TOKEN);
+    let body = app.metrics_when("the recovery", up).await;
+    assert_eq!(value(&body, "reputation_api_auth_ok"), 1.0);
+    assert_eq!(app.get("/-/ready").await.status(), 200);
+}
+
+#[tokio::test]
+async fn a_403_is_not_retried_and_marks_the_token_rejected() {
+    let mut app = spawn_app_with(Options {
+        start_polling: false,
+        ..options("30s", |_| {})
+    })
+    .await;
+    app.upstream.push_fault(DOMAIN_LIST, Fault::Status(403));
+    app.start_polling();
+    let body = app
+        .metrics_when("the first poll", |b| {
+            sample(b, r#"reputation_api_up{endpoint="ip-list"}"#) == Some(1.0)
+                && sample(b, "reputation_api_auth_ok").is_some()
+                && sample(
+                    b,
+                    r#"reputation_api_requests_total{endpoint="domain-list",code="403"}"#,
+                )
+                .is_some()
+        })
+        .await;
+    assert_eq!(value(&body, "reputation_api_auth_ok"), 0.0);
+    assert_eq!(
+        value(&body, r#"reputation_api_up{endpoint="domain-list"}"#),
+        0.0
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(app.upstream.requests(DOMAIN_LIST), 1);
+}
+
+#[tokio::test]
+async fn a_timeout_is_counted_and_retried() {
+    let mut app = spawn_app_with(Options {
+        start_polling: false,
+        ..options("30s", |s| s.api.timeout = Some("300ms".into()))
+    })
+    .await;
+    app.upstream
+        .push_fault(IP_LIST, Fault::Delay(Duration::from_secs(3)));
+    app.start_polling();
+    let body = app.metrics_when("the list to arrive", up).await;
+    assert_eq!(
+        value(
+            &body,
+            r#"reputation_api_requests_total{endpoint="ip-list",code="timeout"}"#
+        ),
+        1.0
+    );
+    assert_eq!(
+        value(&body, r#"reputation_api_retries_total{endpoint="ip-list"}"#),
+        1.0
+    );
+    assert_eq!(app.upstream.requests(IP_LIST), 2);
+}
+
+#[tokio::test]
+async fn a_refused_connection_is_counted_retried_and_the_exporter_keeps_serving() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = closed.local_addr().unwrap();
+    drop(closed);
+    let app = spawn_app_with(Options {
+        configure: Box::new(move |s| {
+            fast_backoff(s);
+            s.backoff.max_elapsed = Some("500ms".into());
+            s.api.base_url = Some(format!("http://{address}"));
+        }),
+        interval: "30s",
+        ..Options::default()
+    })
+    .await;
+    let body = app
+        .metrics_when("the retries to be given up", |b| {
+            sample(b, r#"reputation_api_up{endpoint="ip-list"}"#) == Some(0.0)
+                && sample(b, "reputation_poll_duration_seconds").is_some()
+        })
+        .await;
+    assert!(
+        value(
+            &body,
+            r#"reputation_api_requests_total{endpoint="ip-list",code="connect"}"#
+        ) >= 2.0
+    );
+    assert!(value(&body, r#"reputation_api_retries_total{endpoint="ip-list"}"#) >= 1.0);
+    assert_eq!(value(&body, "reputation_up"), 0.0);
+    assert_eq!(app.get("/-/healthy").await.status(), 200);
+    assert_eq!(app.get("/-/ready").await.status(), 503);
+}
+
+/// Serves a good first poll, then `fault` once on ip-list, and waits for the failed poll.
+async fn after_one_bad_ip_list(fault: Fault, configure: fn(&mut Settings)) -> (TestApp, String) {
+    let app = spawn_app_with(options("300ms", configure)).await;
+    app.metrics_when("the first poll", up).await;
+    app.upstream.push_fault(IP_LIST, fault);
+    let body = app
+        .metrics_when("the bad answer", |b| {
+            sample(
+                b,
+                r#"reputation_api_requests_total{endpoint="ip-list",code="decode"}"#,
+            )
+            .is_some()
+        })
+        .await;
+    (app, body)
+}
+
+#[tokio::test]
+async fn malformed_json_fails_the_poll_without_retry_and_keeps_the_values() {
+    for bad in [
+        "[{\"ip\": \"192.0.2.1\", ",
+        "<html>oops</html>",
+        "{\"ip\": 1}",
+    ] {
+        let (app, body) = after_one_bad_ip_list(Fault::Body(bad.into()), |_| {}).await;
+        assert_eq!(
+            sample(&body, r#"reputation_api_retries_total{endpoint="ip-list"}"#),
+            None,
+            "{bad}"
+        );
+        assert_eq!(
+            value(&body, r#"reputation_assets{kind="ip"}"#),
+            3.0,
+            "{bad}"
+        );
+        let log = logs();
+        assert!(
+            log.lines().any(|l| l.contains("ip-list")
+                && l.contains("poll failed")
+                && l.contains("JSON path $")),
+            "no log line names the endpoint and the JSON path"
+        );
+        // The next poll is good again.
+        app.metrics_when("recovery", up).await;
+    }
+}
+
+#[tokio::test]
+async fn a_wrong_type_in_one_item_skips_that_item_only() {
+    let upstream = SimulatedApi::new(3, 2);
+    let mut ips = upstream.items(Kind::Ip);
+    ips[1]["senderscore"] = serde_json::json!("eighty");
+    upstream.set_items(Kind::Ip, ips);
+    let app = spawn_app_with(Options {
+        upstream,
+        ..options("30s", |_| {})
+    })
+    .await;
+    let body = app.metrics_when("the first poll", up).await;
+    assert_eq!(value(&body, r#"reputation_assets{kind="ip"}"#), 2.0);
+    assert!(!body.contains(r#"asset="192.0.2.2""#));
+    assert!(body.contains(r#"reputation_asset_info{kind="ip",asset="192.0.2.3"} 1"#));
+    assert_eq!(
+        value(
+            &body,
+            r#"reputation_unrecognized_values_total{field="senderscore"}"#
+        ),
+        1.0
+    );
+    assert!(
+        logs()
+            .lines()
+            .any(|l| l.contains("skipped an invalid item") && l.contains("$[1].senderscore"))
+    );
+}
+
+#[tokio::test]
+async fn a_body_over_max_body_bytes_fails_that_list_only() {
+    let app = spawn_app_with(Options {
+        upstream: SimulatedApi::new(40, 2),
+        ..options("30s", |s| s.api.max_body_bytes = 4000)
+    })
+    .await;
+    let body = app
+        .metrics_when("the first poll", |b| {
+            sample(b, r#"reputation_api_up{endpoint="domain-list"}"#) == Some(1.0)
+                && sample(
+                    b,
+                    r#"reputation_api_requests_total{endpoint="ip-list",code="decode"}"#,
+                )
+                .is_some()
+        })
+        .await;
+    assert_eq!(
+        value(&body, r#"reputation_api_up{endpoint="ip-list"}"#),
+        0.0
+    );
+    assert_eq!(value(&body, r#"reputation_assets{kind="ip"}"#), 0.0);
+    assert_eq!(value(&body, r#"reputation_assets{kind="domain"}"#), 2.0);
+    assert_eq!(app.upstream.requests(IP_LIST), 1, "not retried");
+    assert!(logs().contains("larger than api.max_body_bytes"));
+}
+
+#[tokio::test]
+async fn a_slow_list_neither_slows_scrapes_nor_doubles_the_poll() {
+    let app = spawn_app_with(options("100ms", |_| {})).await;
+    app.metrics_when("the first poll", up).await;
+    let before = app.upstream.requests(IP_LIST);
+    app.upstream
+        .push_fault(IP_LIST, Fault::Delay(Duration::from_millis(1500)));
+    wait_until("the slow request", || {
+        app.upstream.requests(IP_LIST) == before + 1
+    })
+    .await;
+
+    let mut slowest = Duration::ZERO;
+    for _ in 0..20 {
+        let started = Instant::now();
+        let body = app.metrics().await;
+        slowest = slowest.max(started.elapsed());
+        assert_eq!(value(&body, r#"reputation_assets{kind="ip"}"#), 3.0);
+        tokio::time::sleep(Duration::from_millis(40)).await;
+    }
+    assert!(
+        slowest < Duration::from_millis(100),
+        "slowest scrape {slowest:?}"
+    );
+    // Eight intervals passed while the request hung: still one request in flight.
+    assert_eq!(app.upstream.requests(IP_LIST), before + 1);
+}
+
+#[tokio::test]
+async fn the_token_appears_in_no_log_line_error_or_metric() {
+    const TOKEN: &str = "tok-9f8e7d6c5b4a-secret";
+    let upstream = SimulatedApi::new(3, 2);
+    upstream.set_token("not-the-token");
+    let app = spawn_app_with(Options {
+        upstream,
+        token: TOKEN,
+        ..options("200ms", |_| {})
+    })
+    .await;
+    app.metrics_when("the rejection", |b| {
+        sample(b, "reputation_api_auth_ok") == Some(0.0)
+    })
+    .await;
+    app.upstream.set_token(TOKEN);
+    app.upstream.push_fault(IP_LIST, Fault::Status(503));
+    app.upstream
+        .push_fault(DOMAIN_LIST, Fault::Body("[{".into()));
+    app.metrics_when("the recovery", up).await;
+
+    let metrics = app.metrics().await;
+    let page = app.get("/").await.text().await.unwrap();
+    let log = logs();
+    assert!(log.contains("the token is rejected"), "logs were captured");
+    assert!(
+        log.contains("TRACE") || log.contains("DEBUG"),
+        "every level was captured"
+    );
+    for (what, text) in [
+        ("logs", &log),
+        ("metrics", &metrics),
+        ("landing page", &page),
+    ] {
+        assert!(!text.contains(TOKEN), "the token leaked into the {what}");
+        assert!(
+            !text.contains("9f8e7d6c5b4a"),
+            "part of the token leaked into the {what}"
+        );
+    }
+}
