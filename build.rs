@@ -9,15 +9,15 @@ fn output(program: &str, args: &[&str]) -> Option<String> {
 }
 
 fn main() {
-    let revision = std::env::var("REPUTATION_EXPORTER_REVISION")
+    let revision = std::env::var("BUILD_GIT_REVISION")
         .ok()
         .or_else(|| output("git", &["rev-parse", "--short=12", "HEAD"]))
         .unwrap_or_else(|| "unknown".into());
     let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
     let rustc = output(&rustc, &["--version"]).unwrap_or_else(|| "unknown".into());
-    println!("cargo:rustc-env=REPUTATION_EXPORTER_REVISION={revision}");
-    println!("cargo:rustc-env=REPUTATION_EXPORTER_RUSTC={rustc}");
-    println!("cargo:rerun-if-env-changed=REPUTATION_EXPORTER_REVISION");
+    println!("cargo:rustc-env=BUILD_GIT_REVISION={revision}");
+    println!("cargo:rustc-env=BUILD_RUSTC_VERSION={rustc}");
+    println!("cargo:rerun-if-env-changed=BUILD_GIT_REVISION");
     println!("cargo:rerun-if-changed=.git/HEAD");
     println!("cargo:rerun-if-changed=.git/refs/heads");
 }

@@ -68,6 +68,8 @@ pub struct Settings {
     pub metrics: MetricsSettings,
     /// Retries of transient upstream failures.
     pub backoff: BackoffSettings,
+    /// Per-asset reports (which blacklist, tags, history times).
+    pub asset_reports: AssetReportSettings,
     /// The exporter's own HTTP server.
     pub web: WebSettings,
     /// Logging.
@@ -129,6 +131,33 @@ pub struct BackoffSettings {
     pub max_elapsed: Option<String>,
 }
 
+/// `[asset_reports]`: one request per asset, off by default.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AssetReportSettings {
+    /// Whether asset reports are fetched at all.
+    #[serde(deserialize_with = "lenient")]
+    pub enabled: bool,
+    /// How often each selected asset's report is fetched.
+    #[serde(deserialize_with = "string")]
+    pub interval: Option<String>,
+    /// Most report requests in flight at once.
+    #[serde(deserialize_with = "lenient")]
+    pub concurrency: usize,
+    /// Only assets whose name matches this regular expression.
+    #[serde(deserialize_with = "string")]
+    pub include: Option<String>,
+    /// No asset whose name matches this regular expression.
+    #[serde(deserialize_with = "string")]
+    pub exclude: Option<String>,
+    /// `N/M`: this replica fetches the assets whose name hashes to N-1 modulo M.
+    #[serde(deserialize_with = "string")]
+    pub shard: Option<String>,
+    /// IANA zone in which the API writes history dates.
+    #[serde(deserialize_with = "string")]
+    pub timezone: Option<String>,
+}
+
 /// `[web]`: the exporter's own endpoint.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
@@ -165,6 +194,20 @@ impl Default for MetricsSettings {
     fn default() -> Self {
         MetricsSettings {
             max_age: Some("1h".into()),
+        }
+    }
+}
+
+impl Default for AssetReportSettings {
+    fn default() -> Self {
+        AssetReportSettings {
+            enabled: false,
+            interval: Some("1h".into()),
+            concurrency: 4,
+            include: None,
+            exclude: None,
+            shard: Some("1/1".into()),
+            timezone: Some("UTC".into()),
         }
     }
 }
@@ -255,6 +298,8 @@ pub struct Config {
     pub max_age: Duration,
     /// Retries of transient failures.
     pub retry: RetryPolicy,
+    /// Per-asset reports.
+    pub asset_reports: AssetReportsConfig,
     /// The exporter's own HTTP endpoint.
     pub web: WebConfig,
     /// Logging.
@@ -284,6 +329,49 @@ pub enum Source {
     },
     /// `--demo`: the simulated API, started on loopback by the exporter itself.
     Demo,
+}
+
+/// Which asset reports are fetched, how often, and how their dates are read.
+#[derive(Debug, Clone)]
+pub struct AssetReportsConfig {
+    /// Off by default: the one upstream cost that grows with the fleet.
+    pub enabled: bool,
+    /// Each selected asset is fetched once per interval, spread over it.
+    pub interval: Duration,
+    /// Most requests in flight at once.
+    pub concurrency: usize,
+    /// Only assets whose name matches.
+    pub include: Option<regex::Regex>,
+    /// No asset whose name matches.
+    pub exclude: Option<regex::Regex>,
+    /// This replica's share of the fleet.
+    pub shard: Shard,
+    /// Zone of the API's history dates.
+    pub timezone: jiff::tz::TimeZone,
+}
+
+/// `N/M`: the assets whose name hashes to `N-1` modulo `M` (1-based, as people count replicas).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shard {
+    /// N, from 1 to `count`.
+    pub index: u64,
+    /// M, at least 1.
+    pub count: u64,
+}
+
+impl FromStr for Shard {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let wrong = || format!("`{text}` is not of the form N/M with 1 <= N <= M, e.g. 2/3");
+        let (index, count) = text.trim().split_once('/').ok_or_else(wrong)?;
+        let index: u64 = index.trim().parse().map_err(|_| wrong())?;
+        let count: u64 = count.trim().parse().map_err(|_| wrong())?;
+        if count == 0 || index == 0 || index > count {
+            return Err(wrong());
+        }
+        Ok(Shard { index, count })
+    }
 }
 
 /// The exporter's own endpoint.
@@ -399,6 +487,7 @@ impl Settings {
             poll_interval: duration("poll.interval", self.poll.interval)?,
             max_age: duration("metrics.max_age", self.metrics.max_age)?,
             retry: retry_policy(self.backoff)?,
+            asset_reports: asset_reports(self.asset_reports)?,
             web: WebConfig {
                 listen_address: listen_address(self.web.listen_address.as_deref())?,
                 telemetry_path: telemetry_path(self.web.telemetry_path)?,
@@ -510,6 +599,38 @@ fn retry_policy(settings: BackoffSettings) -> Result<RetryPolicy, ConfigError> {
     Ok(policy)
 }
 
+fn asset_reports(settings: AssetReportSettings) -> Result<AssetReportsConfig, ConfigError> {
+    let pattern = |key: &'static str, value: Option<String>| {
+        value
+            .map(|v| {
+                regex::Regex::new(&v)
+                    .map_err(|e| invalid(key, format!("`{v}` is not a regular expression: {e}")))
+            })
+            .transpose()
+    };
+    if settings.concurrency == 0 {
+        return Err(invalid("asset_reports.concurrency", "must be at least 1"));
+    }
+    let shard = settings.shard.unwrap_or_else(|| "1/1".into());
+    let zone = settings.timezone.unwrap_or_else(|| "UTC".into());
+    Ok(AssetReportsConfig {
+        enabled: settings.enabled,
+        interval: duration("asset_reports.interval", settings.interval)?,
+        concurrency: settings.concurrency,
+        include: pattern("asset_reports.include", settings.include)?,
+        exclude: pattern("asset_reports.exclude", settings.exclude)?,
+        shard: shard
+            .parse()
+            .map_err(|e| invalid("asset_reports.shard", e))?,
+        timezone: jiff::tz::TimeZone::get(zone.trim()).map_err(|e| {
+            invalid(
+                "asset_reports.timezone",
+                format!("`{zone}` is not an IANA time zone such as UTC or Europe/Berlin: {e}"),
+            )
+        })?,
+    })
+}
+
 fn listen_address(value: Option<&str>) -> Result<SocketAddr, ConfigError> {
     const KEY: &str = "web.listen_address";
     let value = value.ok_or_else(|| invalid(KEY, "required"))?.trim();
@@ -615,7 +736,9 @@ impl Provider for RawEnv {
             let key = name[ENV_PREFIX.len()..]
                 .to_ascii_lowercase()
                 .replace("__", ".");
-            if key.is_empty() || key.split('.').any(str::is_empty) {
+            // Only `<SECTION>__<KEY>` names are configuration; others with the prefix are not
+            // ours to judge.
+            if !key.contains('.') || key.split('.').any(str::is_empty) {
                 continue;
             }
             merged = merged.merge(Serialized::default(&key, value));
@@ -747,6 +870,57 @@ mod tests {
     }
 
     #[test]
+    fn asset_report_keys_are_validated_into_typed_values() {
+        let mut vars = REMOTE.to_vec();
+        vars.push(("REPUTATION_EXPORTER_ASSET_REPORTS__ENABLED", "true"));
+        vars.push(("REPUTATION_EXPORTER_ASSET_REPORTS__SHARD", "2/3"));
+        vars.push(("REPUTATION_EXPORTER_ASSET_REPORTS__INCLUDE", "^192\\."));
+        vars.push((
+            "REPUTATION_EXPORTER_ASSET_REPORTS__TIMEZONE",
+            "Europe/Berlin",
+        ));
+        let config = load(&Cli::default(), &vars).unwrap().asset_reports;
+        assert!(config.enabled);
+        assert_eq!(config.shard, Shard { index: 2, count: 3 });
+        assert!(config.include.unwrap().is_match("192.0.2.1"));
+        assert_eq!(config.concurrency, 4);
+        assert_eq!(config.interval, Duration::from_secs(3600));
+
+        for (key, value, named) in [
+            (
+                "REPUTATION_EXPORTER_ASSET_REPORTS__SHARD",
+                "3/2",
+                "asset_reports.shard",
+            ),
+            (
+                "REPUTATION_EXPORTER_ASSET_REPORTS__SHARD",
+                "0/1",
+                "asset_reports.shard",
+            ),
+            (
+                "REPUTATION_EXPORTER_ASSET_REPORTS__EXCLUDE",
+                "(",
+                "asset_reports.exclude",
+            ),
+            (
+                "REPUTATION_EXPORTER_ASSET_REPORTS__TIMEZONE",
+                "Mars/Base",
+                "asset_reports.timezone",
+            ),
+            (
+                "REPUTATION_EXPORTER_ASSET_REPORTS__CONCURRENCY",
+                "0",
+                "asset_reports.concurrency",
+            ),
+        ] {
+            let mut vars = REMOTE.to_vec();
+            vars.push((key, value));
+            let message = load(&Cli::default(), &vars).unwrap_err().to_string();
+            assert!(message.contains(named), "{value}: {message}");
+        }
+    }
+
+    #[test]
     fn flags_override_the_environment() {
         let cli = Cli {
             listen_address: Some(":9999".into()),
@@ -778,6 +952,13 @@ mod tests {
         let config = load(&demo, &[]).unwrap();
         assert!(matches!(config.api.source, Source::Demo));
         assert_eq!(config.poll_interval, Duration::from_secs(15));
+    }
+
+    #[test]
+    fn a_prefixed_variable_without_a_section_is_not_configuration() {
+        let mut vars = REMOTE.to_vec();
+        vars.push(("REPUTATION_EXPORTER_REVISION", "abc"));
+        assert!(load(&Cli::default(), &vars).is_ok());
     }
 
     #[test]

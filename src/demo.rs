@@ -10,7 +10,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use axum::extract::{Request, State};
+use axum::extract::{Path, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -20,6 +20,7 @@ use tokio::net::TcpListener;
 use tokio::time::Instant;
 
 use crate::snapshot::Kind;
+use crate::upstream::date;
 
 /// The token the simulated API accepts unless told otherwise.
 pub const DEMO_TOKEN: &str = "demo-token";
@@ -59,8 +60,21 @@ struct Sim {
     faults: HashMap<String, VecDeque<Fault>>,
     /// Endpoints that answer this status to every request, once their queued faults are used.
     outages: HashMap<String, u16>,
-    /// When each request arrived, per path.
+    /// When each request arrived, per path (all asset reports under `/api/v1/asset`).
     arrivals: HashMap<String, Vec<Instant>>,
+    /// Asset reports set by a test, by asset name, served instead of generated ones.
+    reports: HashMap<String, Value>,
+    /// Assets whose report answers 404.
+    hidden_reports: std::collections::HashSet<String>,
+    /// Asset report paths exactly as requested, still percent-encoded.
+    report_paths: Vec<String>,
+    /// How long each asset report takes to answer.
+    report_delay: Duration,
+    /// Asset report requests being answered now, and the most at once so far.
+    reports_in_flight: usize,
+    reports_in_flight_max: usize,
+    /// Unix time at tick 0: the dates in generated histories count from it.
+    epoch: i64,
 }
 
 #[derive(Debug)]
@@ -83,6 +97,15 @@ impl SimulatedApi {
                 faults: HashMap::new(),
                 outages: HashMap::new(),
                 arrivals: HashMap::new(),
+                reports: HashMap::new(),
+                hidden_reports: Default::default(),
+                report_paths: Vec::new(),
+                report_delay: Duration::ZERO,
+                reports_in_flight: 0,
+                reports_in_flight_max: 0,
+                epoch: std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_secs() as i64),
             })),
         }
     }
@@ -121,6 +144,7 @@ impl SimulatedApi {
             .route("/api/v1/system-check", get(system_check))
             .route("/api/v1/ip-list", get(ip_list))
             .route("/api/v1/domain-list", get(domain_list))
+            .route("/api/v1/asset/{asset}", get(asset_report))
             .with_state(self.clone())
     }
 
@@ -171,6 +195,31 @@ impl SimulatedApi {
             Some(status) => sim.outages.insert(path.into(), status),
             None => sim.outages.remove(path),
         };
+    }
+
+    /// Serves `report` as the asset report of `name` (the asset must still be in a list).
+    pub fn set_report(&self, name: &str, report: Value) {
+        self.sim().reports.insert(name.into(), report);
+    }
+
+    /// Makes the asset report of `name` answer 404, as for an asset the API does not know.
+    pub fn hide_report(&self, name: &str) {
+        self.sim().hidden_reports.insert(name.into());
+    }
+
+    /// Makes every asset report take this long to answer.
+    pub fn set_report_delay(&self, delay: Duration) {
+        self.sim().report_delay = delay;
+    }
+
+    /// Asset report paths as requested, still percent-encoded.
+    pub fn report_paths(&self) -> Vec<String> {
+        self.sim().report_paths.clone()
+    }
+
+    /// The most asset report requests that were ever in flight at once.
+    pub fn reports_in_flight_max(&self) -> usize {
+        self.sim().reports_in_flight_max
     }
 
     /// Requests received so far at `path`, answered or not.
@@ -301,6 +350,103 @@ async fn list(api: &SimulatedApi, path: &str, headers: &HeaderMap, kind: Kind) -
         Ok(body) => ([(header::CONTENT_TYPE, "application/json")], body).into_response(),
         Err(_) => error(StatusCode::INTERNAL_SERVER_ERROR),
     }
+}
+
+async fn asset_report(
+    State(api): State<SimulatedApi>,
+    Path(name): Path<String>,
+    request: Request,
+) -> Response {
+    api.sim().report_paths.push(request.uri().path().to_owned());
+    if let Some(r) = api.intercept("/api/v1/asset", request.headers()).await {
+        return r;
+    }
+    let delay = {
+        let mut sim = api.sim();
+        sim.reports_in_flight += 1;
+        sim.reports_in_flight_max = sim.reports_in_flight_max.max(sim.reports_in_flight);
+        sim.report_delay
+    };
+    let in_flight = InFlight(api.clone());
+    tokio::time::sleep(delay).await;
+    drop(in_flight);
+    let sim = api.sim();
+    let tick = sim.moving.as_ref().map_or(0, |m| m.tick);
+    let now = sim.epoch + (tick * DEMO_TICK.as_secs()) as i64;
+    let position = |items: &[Value], field: &str| items.iter().position(|v| v[field] == name);
+    let report = if sim.hidden_reports.contains(&name) {
+        None
+    } else if let Some(report) = sim.reports.get(&name) {
+        Some(report.clone())
+    } else if let Some(i) = position(&sim.ips, "ip") {
+        Some(report_item(&name, i as u64, tick, now))
+    } else {
+        position(&sim.domains, "domain")
+            .map(|i| report_item(&name, 1_000_000 + i as u64, tick, now))
+    };
+    match report {
+        Some(report) => Json(report).into_response(),
+        None => error(StatusCode::NOT_FOUND),
+    }
+}
+
+/// Counts an asset report request as answered when dropped, even if the client went away.
+struct InFlight(SimulatedApi);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.sim().reports_in_flight -= 1;
+    }
+}
+
+/// The asset report of asset `seed` named `name` at `tick`, `now` being that tick's Unix time.
+fn report_item(name: &str, seed: u64, tick: u64, now: i64) -> Value {
+    const BLACKLISTS: [&str; 3] = ["Spamhaus SBL", "Barracuda BRBL", "SpamCop"];
+    let date = |seconds_ago: i64| date::format_utc(now - seconds_ago).unwrap_or_default();
+    let window_start = ((tick / 6) * 6 * DEMO_TICK.as_secs()) as i64;
+    let since_window = (tick * DEMO_TICK.as_secs()) as i64 - window_start;
+    let listed_now = listings(seed, tick);
+    let listed_before = listings(seed, (tick / 6).saturating_sub(1) * 6);
+    let mut events = Vec::new();
+    for (b, blacklist) in BLACKLISTS.iter().enumerate() {
+        let b = b as i64;
+        // An old delisting first, then what happened at the start of the current window:
+        // newest-first order is not promised, so the old event comes first on purpose.
+        events
+            .push(json!({"date": date(30 * 86_400), "status": "Delisted", "blacklist": blacklist}));
+        let (now_listed, was_listed) = (b < listed_now, b < listed_before);
+        if now_listed != was_listed || now_listed {
+            let status = if now_listed { "Listed" } else { "Delisted" };
+            events.push(
+                json!({"date": date(since_window + 60), "status": status, "blacklist": blacklist}),
+            );
+        }
+    }
+    let teams = ["team-transactional", "team-marketing", "team-corporate"];
+    json!({
+        "value": name,
+        "tags": [teams[(seed % 3) as usize], if seed % 2 == 0 { "pool-a" } else { "pool-b" }],
+        "hostname": [format!("mta{seed}.mail.example.com")],
+        "senderscore": score(seed, tick),
+        "senderscore_prev": score(seed, tick.saturating_sub(3)),
+        "senderscore_change": {"last_check": score(seed, tick) - score(seed, tick.saturating_sub(3))},
+        "senderscore_history": [
+            {"value": score(seed, tick).to_string(), "date": date(3600)},
+            {"value": score(seed, tick.saturating_sub(3)).to_string(), "date": date(90_000)},
+        ],
+        "blacklisted": listed_now,
+        "blacklisted_prev": listed_before,
+        "blacklisted_change": {"last_check": listed_now - listed_before},
+        "blacklisted_history": [{"value": listed_now, "date": date(3600)}],
+        "blacklist_history": events,
+        "snds_blocked": null,
+        "snds_blocked_change": {"last_check": null},
+        "snds_reputation": null,
+        "snds_reputation_change": {"last_check": null},
+        "snds_data": [],
+        "hostname_history": [],
+        "administrative_notes": [],
+    })
 }
 
 /// A well-mixed 64-bit hash of three numbers (SplitMix64 finaliser), for repeatable noise.

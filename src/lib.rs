@@ -5,7 +5,8 @@
 //!
 //! - [`config`]: flags, TOML file and environment, layered and validated into typed values.
 //! - [`upstream`]: the API client (token, timeouts, body cap) and the JSON it returns.
-//! - [`poll`]: the poll loop and the [`poll::Store`] that swaps in each new snapshot.
+//! - [`poll`]: the list poll loop; [`reports`]: the asset report loop.
+//! - [`store`]: the latest good data, and the snapshot swapped in on every change.
 //! - [`snapshot`]: the immutable model of one poll: assets and their mapped values.
 //! - [`exposition`]: OpenMetrics 1.0 and Prometheus text 0.0.4 writers.
 //! - [`telemetry`]: the exporter's own metrics, rendered live on each scrape.
@@ -24,8 +25,10 @@ pub mod demo;
 pub mod exposition;
 pub mod logging;
 pub mod poll;
+pub mod reports;
 pub mod server;
 pub mod snapshot;
+pub mod store;
 pub mod telemetry;
 pub mod upstream;
 
@@ -38,15 +41,19 @@ use tracing::info;
 
 use config::{Config, Secret, Source};
 use exposition::Format;
-use poll::{Poller, Store};
+use poll::Poller;
+use reports::ReportPoller;
+use store::Store;
 use telemetry::Telemetry;
 use upstream::{Client, ClientOptions, Endpoint};
 
 /// Everything the exporter is made of, wired together but not yet running.
 #[derive(Debug)]
 pub struct Exporter {
-    /// The poll loop; run it with [`Poller::run`].
+    /// The list poll loop; run it with [`Poller::run`].
     pub poller: Poller,
+    /// The asset report loop, when `asset_reports.enabled`.
+    pub reports: Option<ReportPoller>,
     /// The snapshots the poller publishes.
     pub store: Arc<Store>,
     /// The exporter's own metrics.
@@ -58,7 +65,11 @@ pub struct Exporter {
 impl Exporter {
     /// Wires the exporter for this configuration, polling `base_url` with `token`.
     pub fn new(config: &Config, base_url: reqwest::Url, token: Secret) -> anyhow::Result<Self> {
-        let telemetry = Arc::new(Telemetry::new(&Endpoint::POLLED));
+        let mut endpoints = Endpoint::POLLED.to_vec();
+        if config.asset_reports.enabled {
+            endpoints.push(Endpoint::Asset);
+        }
+        let telemetry = Arc::new(Telemetry::new(&endpoints));
         let options = ClientOptions {
             base_url,
             token,
@@ -67,6 +78,15 @@ impl Exporter {
         };
         let client = Client::new(options, telemetry.clone())?;
         let store = Store::new(config.max_age);
+        let reports = config.asset_reports.enabled.then(|| {
+            ReportPoller::new(
+                client.clone(),
+                telemetry.clone(),
+                store.clone(),
+                config.retry,
+                &config.asset_reports,
+            )
+        });
         let poller = Poller::new(
             client,
             telemetry.clone(),
@@ -81,6 +101,7 @@ impl Exporter {
         };
         Ok(Exporter {
             poller,
+            reports,
             store,
             telemetry,
             state,
@@ -110,7 +131,10 @@ pub async fn run(config: Config, once: bool) -> anyhow::Result<ExitCode> {
     let exporter = Exporter::new(&config, base_url, token)?;
 
     if once {
-        let ok = exporter.poller.poll_once().await;
+        let mut ok = exporter.poller.poll_once().await;
+        if let Some(reports) = &exporter.reports {
+            ok &= reports.poll_once().await;
+        }
         let body = exporter.exposition(Format::Text);
         use std::io::Write as _;
         std::io::stdout()
@@ -133,6 +157,7 @@ pub async fn run(config: Config, once: bool) -> anyhow::Result<ExitCode> {
         "listening"
     );
     let poller = tokio::spawn(exporter.poller.run());
+    let reports = exporter.reports.map(|r| tokio::spawn(r.run()));
     server::serve(
         listener,
         server::app(exporter.state),
@@ -141,6 +166,9 @@ pub async fn run(config: Config, once: bool) -> anyhow::Result<ExitCode> {
     .await
     .context("the HTTP server failed")?;
     poller.abort();
+    if let Some(reports) = reports {
+        reports.abort();
+    }
     info!("stopped");
     Ok(ExitCode::SUCCESS)
 }

@@ -4,17 +4,18 @@
 //! `user` at start, then hourly). Each list that arrives is converted and swapped into the
 //! [`Store`] at once, so a slow or failing endpoint never holds back the others. A list that fails
 //! leaves its last good assets in place until they are older than `metrics.max_age`; then they
-//! are dropped. A cycle is never started while the previous one runs.
+//! are dropped (the loop wakes for that too). A cycle is never started while the previous one
+//! runs.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::watch;
 use tokio::time::Instant;
 use tracing::{debug, error, info, warn};
 
 use crate::config::USER_INTERVAL;
-use crate::snapshot::{Asset, AssetSet, Kind, Snapshot, Unrecognized};
+use crate::snapshot::{Asset, AssetSet, Kind, Unrecognized};
+use crate::store::Store;
 use crate::telemetry::Telemetry;
 use crate::upstream::dto::{self, DecodeError, DecodedList, SystemStatus, User};
 use crate::upstream::retry::RetryPolicy;
@@ -22,116 +23,6 @@ use crate::upstream::{Client, Endpoint, FetchError};
 
 /// At most this many invalid items of one list are logged one by one per poll.
 const MAX_LOGGED_ITEMS: usize = 5;
-
-/// The latest good data of each list and the snapshot built from it.
-#[derive(Debug)]
-pub struct Store {
-    max_age: Duration,
-    /// A std mutex held while a snapshot is built (CPU work, run off the async threads), so
-    /// that two lists arriving together publish in order and neither update is lost.
-    parts: Mutex<Parts>,
-    snapshots: watch::Sender<Arc<Snapshot>>,
-}
-
-#[derive(Debug, Default)]
-struct Parts {
-    ips: Option<Part>,
-    domains: Option<Part>,
-    ready: bool,
-}
-
-#[derive(Debug)]
-struct Part {
-    set: Arc<AssetSet>,
-    fetched: Instant,
-}
-
-impl Store {
-    /// An empty store; its snapshots can be watched from the start.
-    pub fn new(max_age: Duration) -> Arc<Store> {
-        let (snapshots, _) = watch::channel(Arc::new(Snapshot::build(None, None, false)));
-        Arc::new(Store {
-            max_age,
-            parts: Mutex::new(Parts::default()),
-            snapshots,
-        })
-    }
-
-    /// A receiver of every snapshot published from now on, starting with the current one.
-    pub fn subscribe(&self) -> watch::Receiver<Arc<Snapshot>> {
-        self.snapshots.subscribe()
-    }
-
-    /// The snapshot served now.
-    pub fn current(&self) -> Arc<Snapshot> {
-        self.snapshots.borrow().clone()
-    }
-
-    fn parts(&self) -> std::sync::MutexGuard<'_, Parts> {
-        self.parts.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Replaces one list's assets and publishes the new snapshot.
-    pub fn replace(&self, kind: Kind, set: AssetSet, fetched: Instant) {
-        let mut parts = self.parts();
-        let part = Some(Part {
-            set: Arc::new(set),
-            fetched,
-        });
-        match kind {
-            Kind::Ip => parts.ips = part,
-            Kind::Domain => parts.domains = part,
-        }
-        parts.ready = true;
-        self.publish(&parts);
-    }
-
-    /// Drops the lists older than `metrics.max_age` at `now`; publishes when one was dropped.
-    pub fn expire(&self, now: Instant) {
-        let mut guard = self.parts();
-        let parts = &mut *guard;
-        let mut dropped = false;
-        for (kind, part) in [
-            (Kind::Ip, &mut parts.ips),
-            (Kind::Domain, &mut parts.domains),
-        ] {
-            if part
-                .as_ref()
-                .is_some_and(|p| now.duration_since(p.fetched) >= self.max_age)
-            {
-                warn!(
-                    kind = kind.label(),
-                    max_age = ?self.max_age,
-                    "no good poll within metrics.max_age: dropping the assets of this kind"
-                );
-                *part = None;
-                dropped = true;
-            }
-        }
-        if dropped {
-            self.publish(parts);
-        }
-    }
-
-    /// When the oldest list held will reach `metrics.max_age`.
-    pub fn next_expiry(&self) -> Option<Instant> {
-        let parts = self.parts();
-        [&parts.ips, &parts.domains]
-            .into_iter()
-            .flatten()
-            .map(|p| p.fetched + self.max_age)
-            .min()
-    }
-
-    fn publish(&self, parts: &Parts) {
-        let snapshot = Snapshot::build(
-            parts.ips.as_ref().map(|p| p.set.clone()),
-            parts.domains.as_ref().map(|p| p.set.clone()),
-            parts.ready,
-        );
-        self.snapshots.send_replace(Arc::new(snapshot));
-    }
-}
 
 /// Polls the API on schedule and feeds the [`Store`].
 #[derive(Debug, Clone)]
@@ -415,38 +306,5 @@ mod tests {
         );
         assert_eq!(field_of("$[3]"), "item");
         assert_eq!(field_of("$[3].surprise"), "item");
-    }
-
-    #[test]
-    fn a_list_older_than_max_age_is_dropped_and_the_other_kept() {
-        let store = Store::new(Duration::from_secs(60));
-        let start = Instant::now();
-        let set = |name: &str, kind| AssetSet {
-            assets: vec![Asset::from_item(
-                kind,
-                dto::NamedItem {
-                    name: name.into(),
-                    item: Default::default(),
-                },
-                &mut Vec::new(),
-            )],
-        };
-        store.replace(Kind::Ip, set("192.0.2.1", Kind::Ip), start);
-        store.replace(
-            Kind::Domain,
-            set("example.com", Kind::Domain),
-            start + Duration::from_secs(30),
-        );
-        assert_eq!(store.next_expiry(), Some(start + Duration::from_secs(60)));
-        store.expire(start + Duration::from_secs(59));
-        assert_eq!(store.current().count(Kind::Ip), 1);
-        store.expire(start + Duration::from_secs(60));
-        let snapshot = store.current();
-        assert_eq!(snapshot.count(Kind::Ip), 0);
-        assert_eq!(snapshot.count(Kind::Domain), 1);
-        assert!(snapshot.ready, "readiness survives expiry");
-        let text = String::from_utf8(snapshot.text.to_vec()).unwrap();
-        assert!(!text.contains("192.0.2.1"));
-        assert!(text.contains("asset=\"example.com\""));
     }
 }

@@ -5,6 +5,7 @@
 //! A [`Snapshot`] holds the assets of both lists with their bodies already rendered, and is
 //! swapped in whole, so a scrape never sees half of a poll.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -221,6 +222,84 @@ fn describe(value: &Loose) -> String {
     }
 }
 
+/// What an asset report adds to an asset.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Report {
+    /// Tags, without duplicates or empty ones.
+    pub tags: Vec<String>,
+    /// Per blacklist, its newest event.
+    pub listings: Vec<Listing>,
+    /// Unix time of the newest `senderscore_history` entry.
+    pub senderscore_updated: Option<f64>,
+}
+
+/// The state of an asset on one blacklist, decided by the newest event.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Listing {
+    /// Name of the blacklist.
+    pub blacklist: String,
+    /// Whether the newest event says `Listed`.
+    pub listed: bool,
+    /// Unix time of that event.
+    pub changed: f64,
+}
+
+/// The latest report of every reported asset, per kind, keyed by asset name.
+#[derive(Debug, Clone, Default)]
+pub struct Reports {
+    ips: HashMap<String, Arc<Report>>,
+    domains: HashMap<String, Arc<Report>>,
+}
+
+impl Reports {
+    fn map(&self, kind: Kind) -> &HashMap<String, Arc<Report>> {
+        match kind {
+            Kind::Ip => &self.ips,
+            Kind::Domain => &self.domains,
+        }
+    }
+
+    fn map_mut(&mut self, kind: Kind) -> &mut HashMap<String, Arc<Report>> {
+        match kind {
+            Kind::Ip => &mut self.ips,
+            Kind::Domain => &mut self.domains,
+        }
+    }
+
+    /// The report of one asset.
+    pub fn get(&self, kind: Kind, name: &str) -> Option<&Report> {
+        self.map(kind).get(name).map(|r| &**r)
+    }
+
+    /// Stores (or with `None` removes) the report of one asset.
+    pub fn set(&mut self, kind: Kind, name: String, report: Option<Report>) {
+        match report {
+            Some(report) => {
+                self.map_mut(kind).insert(name, Arc::new(report));
+            }
+            None => {
+                self.map_mut(kind).remove(&name);
+            }
+        }
+    }
+
+    /// Keeps only the reports of assets for which `keep` holds.
+    pub fn retain(&mut self, mut keep: impl FnMut(Kind, &str) -> bool) {
+        self.ips.retain(|name, _| keep(Kind::Ip, name));
+        self.domains.retain(|name, _| keep(Kind::Domain, name));
+    }
+
+    /// Number of reports held.
+    pub fn len(&self) -> usize {
+        self.ips.len() + self.domains.len()
+    }
+
+    /// Whether no report is held.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
 /// The assets of one list endpoint, as of one successful poll.
 #[derive(Debug, Clone, Default)]
 pub struct AssetSet {
@@ -235,6 +314,8 @@ pub struct Snapshot {
     pub ips: Option<Arc<AssetSet>>,
     /// Domains, same rule.
     pub domains: Option<Arc<AssetSet>>,
+    /// Asset reports, when they are enabled and some have arrived.
+    pub reports: Option<Arc<Reports>>,
     /// Whether a list poll has ever succeeded (`/-/ready`).
     pub ready: bool,
     /// The per-asset metric families, OpenMetrics.
@@ -245,17 +326,23 @@ pub struct Snapshot {
 
 impl Snapshot {
     /// Builds a snapshot and renders its bodies once, for every scrape until the next one.
-    pub fn build(ips: Option<Arc<AssetSet>>, domains: Option<Arc<AssetSet>>, ready: bool) -> Self {
+    pub fn build(
+        ips: Option<Arc<AssetSet>>,
+        domains: Option<Arc<AssetSet>>,
+        reports: Option<Arc<Reports>>,
+        ready: bool,
+    ) -> Self {
         let sets: Vec<&AssetSet> = [&ips, &domains]
             .into_iter()
             .flatten()
             .map(|s| &**s)
             .collect();
-        let openmetrics = exposition::render_assets(&sets, Format::OpenMetrics);
-        let text = exposition::render_assets(&sets, Format::Text);
+        let openmetrics = exposition::render_assets(&sets, reports.as_deref(), Format::OpenMetrics);
+        let text = exposition::render_assets(&sets, reports.as_deref(), Format::Text);
         Snapshot {
             ips,
             domains,
+            reports,
             ready,
             openmetrics: openmetrics.into(),
             text: text.into(),

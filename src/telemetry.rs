@@ -65,8 +65,8 @@ impl Default for BuildInfo {
     fn default() -> Self {
         BuildInfo {
             version: env!("CARGO_PKG_VERSION"),
-            revision: env!("REPUTATION_EXPORTER_REVISION"),
-            rustc: env!("REPUTATION_EXPORTER_RUSTC"),
+            revision: env!("BUILD_GIT_REVISION"),
+            rustc: env!("BUILD_RUSTC_VERSION"),
         }
     }
 }

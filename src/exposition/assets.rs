@@ -1,7 +1,7 @@
 //! The per-asset metric families, rendered once per snapshot.
 
 use super::{Family, Format, MetricType, Writer};
-use crate::snapshot::{Asset, AssetSet, SndsColour};
+use crate::snapshot::{Asset, AssetSet, Reports, SndsColour};
 
 const fn gauge(name: &'static str, help: &'static str) -> Family {
     Family {
@@ -121,15 +121,46 @@ pub const GAUGES: [(Family, Getter); 9] = [
     ),
 ];
 
+/// `reputation_blacklist_listed`.
+pub const BLACKLIST_LISTED: Family = gauge(
+    "reputation_blacklist_listed",
+    "1 when the newest event of this blacklist in the asset report (blacklist_history) has \
+     status Listed, else 0. Refreshed every asset_reports.interval.",
+);
+
+/// `reputation_blacklist_last_change_timestamp_seconds`.
+pub const BLACKLIST_CHANGED: Family = gauge(
+    "reputation_blacklist_last_change_timestamp_seconds",
+    "Unix time of the newest event of this blacklist in the asset report (blacklist_history). \
+     Refreshed every asset_reports.interval.",
+);
+
+/// `reputation_asset_tag_info`.
+pub const TAG_INFO: Family = Family {
+    name: "reputation_asset_tag_info",
+    help: "1 for each tag of the asset (asset report field tags). Refreshed every \
+           asset_reports.interval.",
+    kind: MetricType::Info,
+};
+
+/// `reputation_senderscore_last_update_timestamp_seconds`.
+pub const SCORE_UPDATED: Family = gauge(
+    "reputation_senderscore_last_update_timestamp_seconds",
+    "Unix time of the newest Sender Score in the asset report (senderscore_history). \
+     Refreshed every asset_reports.interval.",
+);
+
 /// Every per-asset family, in the order they are written.
 pub fn families() -> impl Iterator<Item = Family> {
-    [ASSET_INFO, SNDS_REPUTATION, HOSTNAME_INFO, DOMAIN_IPS]
+    [ASSET_INFO]
         .into_iter()
         .chain(GAUGES.iter().map(|(family, _)| *family))
+        .chain([SNDS_REPUTATION, HOSTNAME_INFO, DOMAIN_IPS])
+        .chain([BLACKLIST_LISTED, BLACKLIST_CHANGED, TAG_INFO, SCORE_UPDATED])
 }
 
 /// Renders every per-asset family of these sets in one format (no `# EOF`).
-pub fn render_assets(sets: &[&AssetSet], format: Format) -> Vec<u8> {
+pub fn render_assets(sets: &[&AssetSet], reports: Option<&Reports>, format: Format) -> Vec<u8> {
     let assets = || sets.iter().flat_map(|set| set.assets.iter());
     let series: usize = sets.iter().map(|s| s.assets.len()).sum();
     let mut out = Vec::with_capacity(series * 512 + 4096);
@@ -172,6 +203,39 @@ pub fn render_assets(sets: &[&AssetSet], format: Format) -> Vec<u8> {
     for a in assets() {
         if let Some(v) = a.domain_ips {
             w.sample(DOMAIN_IPS.name, &labels(a), v);
+        }
+    }
+
+    if let Some(reports) = reports {
+        // Only assets still in the lists: a report never outlives its asset.
+        let reported = || assets().filter_map(|a| reports.get(a.kind, &a.name).map(|r| (a, r)));
+        type Value = fn(&crate::snapshot::Listing) -> f64;
+        let per_blacklist: [(&Family, Value); 2] = [
+            (&BLACKLIST_LISTED, |l| f64::from(u8::from(l.listed))),
+            (&BLACKLIST_CHANGED, |l| l.changed),
+        ];
+        for (family, value) in per_blacklist {
+            w.family(family);
+            for (a, report) in reported() {
+                for listing in &report.listings {
+                    let [kind, asset] = labels(a);
+                    let labels = [kind, asset, ("blacklist", listing.blacklist.as_str())];
+                    w.sample(family.name, &labels, value(listing));
+                }
+            }
+        }
+        w.family(&TAG_INFO);
+        for (a, report) in reported() {
+            for tag in &report.tags {
+                let [kind, asset] = labels(a);
+                w.sample(TAG_INFO.name, &[kind, asset, ("tag", tag)], 1.0);
+            }
+        }
+        w.family(&SCORE_UPDATED);
+        for (a, report) in reported() {
+            if let Some(t) = report.senderscore_updated {
+                w.sample(SCORE_UPDATED.name, &labels(a), t);
+            }
         }
     }
     out

@@ -188,6 +188,39 @@ pub struct ListItem {
     pub snds_reputation_change: Change,
 }
 
+/// `GET /api/v1/asset/{asset}`: the parts the exporter uses (everything else is ignored).
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+pub struct AssetReport {
+    /// Tags attached to the asset.
+    #[serde(default, deserialize_with = "null_as_empty")]
+    pub tags: Vec<String>,
+    /// Sender Score history; only the dates are used.
+    #[serde(default, deserialize_with = "null_as_empty")]
+    pub senderscore_history: Vec<ScoreEntry>,
+    /// Listing events, in any order.
+    #[serde(default, deserialize_with = "null_as_empty")]
+    pub blacklist_history: Vec<BlacklistEvent>,
+}
+
+/// One entry of `senderscore_history`.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+pub struct ScoreEntry {
+    /// When the score was computed, in the API's date format.
+    #[serde(default)]
+    pub date: Option<String>,
+}
+
+/// One entry of `blacklist_history`.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+pub struct BlacklistEvent {
+    /// When, in the API's date format.
+    pub date: String,
+    /// The listing status; `Listed` means listed, anything else not.
+    pub status: String,
+    /// Name of the blacklist.
+    pub blacklist: String,
+}
+
 fn null_as_empty<'de, D, T>(deserializer: D) -> Result<T, D::Error>
 where
     D: Deserializer<'de>,
@@ -428,6 +461,31 @@ mod tests {
         assert_eq!(error.path, "$");
         let error = decode_list(br#"[{"ip": "a"}"#, "ip").unwrap_err();
         assert!(error.message.contains("EOF"), "{error}");
+    }
+
+    #[test]
+    fn an_asset_report_decodes_the_parts_in_use_and_ignores_the_rest() {
+        let body = br#"{
+            "value": "192.0.2.1", "tags": ["team-mail", "pool:bulk"], "hostname": ["mx.example.com"],
+            "senderscore": 80, "senderscore_prev": 82, "senderscore_change": {"last_check": -2},
+            "senderscore_history": [{"value": "80", "date": "21st Nov 2026 02:15pm"}],
+            "blacklisted": 1, "blacklisted_prev": 0, "blacklisted_change": {"last_check": 1},
+            "blacklisted_history": [{"value": 1, "date": "21st Nov 2026 02:15pm"}],
+            "blacklist_history": [
+                {"date": "20th Nov 2026 08:00am", "status": "Listed", "blacklist": "Spamhaus SBL"}
+            ],
+            "snds_blocked": null, "snds_blocked_change": {"last_check": null},
+            "snds_reputation": null, "snds_reputation_change": {"last_check": null},
+            "snds_data": [], "hostname_history": [], "administrative_notes": []
+        }"#;
+        let report: AssetReport = decode(body).unwrap();
+        assert_eq!(report.tags, ["team-mail", "pool:bulk"]);
+        assert_eq!(
+            report.senderscore_history[0].date.as_deref(),
+            Some("21st Nov 2026 02:15pm")
+        );
+        assert_eq!(report.blacklist_history[0].blacklist, "Spamhaus SBL");
+        assert_eq!(report.blacklist_history[0].status, "Listed");
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! [`Client::get`] makes exactly one request and classifies its outcome; retrying is the
 //! caller's decision (see [`crate::poll`]), made on [`FetchError::is_transient`].
 
+pub mod date;
 pub mod dto;
 pub mod retry;
 

@@ -54,6 +54,7 @@ pub struct TestApp {
     pub upstream: SimulatedApi,
     http: reqwest::Client,
     poller: Option<reputation_exporter::poll::Poller>,
+    reports: Option<reputation_exporter::reports::ReportPoller>,
     _shutdown: oneshot::Sender<()>,
 }
 
@@ -92,6 +93,7 @@ pub async fn spawn_app_with(options: Options) -> TestApp {
         upstream: options.upstream,
         http: reqwest::Client::builder().no_gzip().build().unwrap(),
         poller: Some(exporter.poller),
+        reports: exporter.reports,
         _shutdown: shutdown,
     };
     if options.start_polling {
@@ -105,6 +107,9 @@ impl TestApp {
     pub fn start_polling(&mut self) {
         if let Some(poller) = self.poller.take() {
             tokio::spawn(poller.run());
+        }
+        if let Some(reports) = self.reports.take() {
+            tokio::spawn(reports.run());
         }
     }
 

@@ -1,0 +1,277 @@
+//! The latest good data — both lists and the asset reports — and the snapshot built from it.
+//!
+//! Every change (a list arrives, reports arrive, something passes `metrics.max_age`) builds a new
+//! [`Snapshot`] with its bodies rendered and swaps it in through a watch channel, which the HTTP
+//! handlers read without waiting.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tokio::time::Instant;
+use tracing::warn;
+
+use crate::snapshot::{AssetSet, Kind, Report, Reports, Snapshot};
+
+/// The latest good data of each list and the snapshot built from it.
+#[derive(Debug)]
+pub struct Store {
+    max_age: Duration,
+    /// A std mutex held while a snapshot is built (CPU work, run off the async threads), so
+    /// that two lists arriving together publish in order and neither update is lost.
+    parts: Mutex<Parts>,
+    snapshots: watch::Sender<Arc<Snapshot>>,
+}
+
+#[derive(Debug, Default)]
+struct Parts {
+    ips: Option<Part>,
+    domains: Option<Part>,
+    /// Shared with the snapshots; copied on write.
+    reports: Arc<Reports>,
+    /// When each held report was fetched, for `metrics.max_age`.
+    report_times: HashMap<(Kind, String), Instant>,
+    ready: bool,
+}
+
+#[derive(Debug)]
+struct Part {
+    set: Arc<AssetSet>,
+    fetched: Instant,
+}
+
+impl Store {
+    /// An empty store; its snapshots can be watched from the start.
+    pub fn new(max_age: Duration) -> Arc<Store> {
+        let (snapshots, _) = watch::channel(Arc::new(Snapshot::build(None, None, None, false)));
+        Arc::new(Store {
+            max_age,
+            parts: Mutex::new(Parts::default()),
+            snapshots,
+        })
+    }
+
+    /// A receiver of every snapshot published from now on, starting with the current one.
+    pub fn subscribe(&self) -> watch::Receiver<Arc<Snapshot>> {
+        self.snapshots.subscribe()
+    }
+
+    /// The snapshot served now.
+    pub fn current(&self) -> Arc<Snapshot> {
+        self.snapshots.borrow().clone()
+    }
+
+    fn parts(&self) -> std::sync::MutexGuard<'_, Parts> {
+        self.parts.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Replaces one list's assets and publishes the new snapshot.
+    pub fn replace(&self, kind: Kind, set: AssetSet, fetched: Instant) {
+        let mut parts = self.parts();
+        let part = Some(Part {
+            set: Arc::new(set),
+            fetched,
+        });
+        match kind {
+            Kind::Ip => parts.ips = part,
+            Kind::Domain => parts.domains = part,
+        }
+        parts.ready = true;
+        self.publish(&parts);
+    }
+
+    /// Stores (`Some`) or drops (`None`) the reports of these assets and publishes.
+    pub fn apply_reports(&self, updates: Vec<(Kind, String, Option<Report>)>, fetched: Instant) {
+        if updates.is_empty() {
+            return;
+        }
+        let mut guard = self.parts();
+        let parts = &mut *guard;
+        let reports = Arc::make_mut(&mut parts.reports);
+        for (kind, name, report) in updates {
+            match report {
+                Some(_) => parts.report_times.insert((kind, name.clone()), fetched),
+                None => parts.report_times.remove(&(kind, name.clone())),
+            };
+            reports.set(kind, name, report);
+        }
+        self.publish(parts);
+    }
+
+    /// Drops the reports of assets for which `keep` does not hold (gone, or no longer selected).
+    pub fn retain_reports(&self, keep: impl Fn(Kind, &str) -> bool) {
+        let mut guard = self.parts();
+        let parts = &mut *guard;
+        let before = parts.reports.len();
+        parts
+            .report_times
+            .retain(|(kind, name), _| keep(*kind, name));
+        if parts.report_times.len() != before {
+            Arc::make_mut(&mut parts.reports).retain(&keep);
+            self.publish(parts);
+        }
+    }
+
+    /// Drops the lists and reports older than `metrics.max_age` at `now`; publishes when
+    /// something was dropped.
+    pub fn expire(&self, now: Instant) {
+        let mut guard = self.parts();
+        let parts = &mut *guard;
+        let mut dropped = false;
+        let stale: Vec<(Kind, String)> = parts
+            .report_times
+            .iter()
+            .filter(|(_, fetched)| now.duration_since(**fetched) >= self.max_age)
+            .map(|(key, _)| key.clone())
+            .collect();
+        if !stale.is_empty() {
+            warn!(
+                reports = stale.len(),
+                max_age = ?self.max_age,
+                "asset reports older than metrics.max_age: dropping them"
+            );
+            let reports = Arc::make_mut(&mut parts.reports);
+            for (kind, name) in stale {
+                parts.report_times.remove(&(kind, name.clone()));
+                reports.set(kind, name, None);
+            }
+            dropped = true;
+        }
+        for (kind, part) in [
+            (Kind::Ip, &mut parts.ips),
+            (Kind::Domain, &mut parts.domains),
+        ] {
+            if part
+                .as_ref()
+                .is_some_and(|p| now.duration_since(p.fetched) >= self.max_age)
+            {
+                warn!(
+                    kind = kind.label(),
+                    max_age = ?self.max_age,
+                    "no good poll within metrics.max_age: dropping the assets of this kind"
+                );
+                *part = None;
+                dropped = true;
+            }
+        }
+        if dropped {
+            self.publish(parts);
+        }
+    }
+
+    /// When the oldest list or report held will reach `metrics.max_age`.
+    pub fn next_expiry(&self) -> Option<Instant> {
+        let parts = self.parts();
+        let lists = [&parts.ips, &parts.domains]
+            .into_iter()
+            .flatten()
+            .map(|p| p.fetched);
+        lists
+            .chain(parts.report_times.values().copied())
+            .min()
+            .map(|oldest| oldest + self.max_age)
+    }
+
+    fn publish(&self, parts: &Parts) {
+        let snapshot = Snapshot::build(
+            parts.ips.as_ref().map(|p| p.set.clone()),
+            parts.domains.as_ref().map(|p| p.set.clone()),
+            (!parts.reports.is_empty()).then(|| parts.reports.clone()),
+            parts.ready,
+        );
+        self.snapshots.send_replace(Arc::new(snapshot));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::snapshot::Asset;
+    use crate::upstream::dto;
+
+    #[test]
+    fn a_list_older_than_max_age_is_dropped_and_the_other_kept() {
+        let store = Store::new(Duration::from_secs(60));
+        let start = Instant::now();
+        let set = |name: &str, kind| AssetSet {
+            assets: vec![Asset::from_item(
+                kind,
+                dto::NamedItem {
+                    name: name.into(),
+                    item: Default::default(),
+                },
+                &mut Vec::new(),
+            )],
+        };
+        store.replace(Kind::Ip, set("192.0.2.1", Kind::Ip), start);
+        store.replace(
+            Kind::Domain,
+            set("example.com", Kind::Domain),
+            start + Duration::from_secs(30),
+        );
+        assert_eq!(store.next_expiry(), Some(start + Duration::from_secs(60)));
+        store.expire(start + Duration::from_secs(59));
+        assert_eq!(store.current().count(Kind::Ip), 1);
+        store.expire(start + Duration::from_secs(60));
+        let snapshot = store.current();
+        assert_eq!(snapshot.count(Kind::Ip), 0);
+        assert_eq!(snapshot.count(Kind::Domain), 1);
+        assert!(snapshot.ready, "readiness survives expiry");
+        let text = String::from_utf8(snapshot.text.to_vec()).unwrap();
+        assert!(!text.contains("192.0.2.1"));
+        assert!(text.contains("asset=\"example.com\""));
+    }
+
+    #[test]
+    fn reports_expire_and_vanish_with_their_asset() {
+        let store = Store::new(Duration::from_secs(60));
+        let start = Instant::now();
+        let asset = Asset::from_item(
+            Kind::Ip,
+            dto::NamedItem {
+                name: "192.0.2.1".into(),
+                item: Default::default(),
+            },
+            &mut Vec::new(),
+        );
+        store.replace(
+            Kind::Ip,
+            AssetSet {
+                assets: vec![asset],
+            },
+            start,
+        );
+        let report = Report {
+            tags: vec!["team-a".into()],
+            ..Report::default()
+        };
+        store.apply_reports(
+            vec![
+                (Kind::Ip, "192.0.2.1".into(), Some(report.clone())),
+                (Kind::Ip, "192.0.2.99".into(), Some(report)),
+            ],
+            start + Duration::from_secs(30),
+        );
+        let text = String::from_utf8(store.current().text.to_vec()).unwrap();
+        assert!(
+            text.contains(
+                r#"reputation_asset_tag_info{kind="ip",asset="192.0.2.1",tag="team-a"} 1"#
+            )
+        );
+        assert!(
+            !text.contains("192.0.2.99"),
+            "a report without its asset is not served"
+        );
+
+        store.retain_reports(|_, name| name != "192.0.2.99");
+        assert_eq!(store.current().reports.as_ref().unwrap().len(), 1);
+        store.replace(
+            Kind::Ip,
+            AssetSet { assets: Vec::new() },
+            start + Duration::from_secs(80),
+        );
+        store.expire(start + Duration::from_secs(90));
+        assert!(store.current().reports.is_none());
+    }
+}
