@@ -1,0 +1,132 @@
+//! The shipped dashboard and rules only name metrics the exporter really emits.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use reputation_exporter::demo::SimulatedApi;
+
+use crate::helpers::{Options, spawn_app_with};
+
+/// Every metric name in a full exposition: lists, reports, exporter and process metrics.
+async fn emitted_names() -> BTreeSet<String> {
+    let app = spawn_app_with(Options {
+        upstream: SimulatedApi::new(6, 3),
+        configure: Box::new(|s| {
+            s.asset_reports.enabled = true;
+            s.asset_reports.interval = Some("300ms".into());
+        }),
+        ..Options::default()
+    })
+    .await;
+    let body = app
+        .metrics_when("every family to have samples", |b| {
+            [
+                "reputation_asset_tag_info{",
+                "reputation_last_success_timestamp_seconds{endpoint=\"asset\"",
+            ]
+            .iter()
+            .all(|s| b.contains(s))
+        })
+        .await;
+    body.lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .map(|l| l.split(['{', ' ']).next().unwrap().to_owned())
+        .chain(
+            // Families declared without a sample in this run (no retries happened, ...).
+            body.lines()
+                .filter_map(|l| l.strip_prefix("# TYPE "))
+                .map(|l| l.split(' ').next().unwrap().to_owned()),
+        )
+        .collect()
+}
+
+/// The `reputation_*` and `process_*` names a text (PromQL, YAML, JSON) refers to, leaving out
+/// recording rule names (`level:metric:operations`), which Prometheus itself makes.
+fn referenced_names(text: &str) -> BTreeSet<String> {
+    let recorded = regex::Regex::new(r"\b[a-z_]+:[a-z_]+:[a-z_]+\b").unwrap();
+    let text = recorded.replace_all(text, "");
+    let name = regex::Regex::new(r"\b(?:reputation|process)_[a-z_]+\b").unwrap();
+    name.find_iter(&text)
+        .map(|m| m.as_str().to_owned())
+        .collect()
+}
+
+fn read(path: &str) -> String {
+    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(path)).unwrap()
+}
+
+#[tokio::test]
+async fn the_dashboard_and_the_rules_use_only_emitted_metric_names() {
+    let emitted = emitted_names().await;
+    assert!(emitted.contains("reputation_blacklist_listed"));
+    assert!(emitted.contains("process_resident_memory_bytes"));
+
+    let dashboard: serde_json::Value =
+        serde_json::from_str(&read("deploy/grafana/dashboard.json")).unwrap();
+    let mut exprs = Vec::new();
+    for panel in dashboard["panels"].as_array().unwrap() {
+        for target in panel["targets"].as_array().into_iter().flatten() {
+            exprs.push(target["expr"].as_str().unwrap().to_owned());
+        }
+    }
+    for variable in dashboard["templating"]["list"].as_array().unwrap() {
+        if let Some(query) = variable["query"]["query"].as_str() {
+            exprs.push(query.to_owned());
+        }
+    }
+    assert!(exprs.len() >= 20, "the dashboard has its queries");
+
+    let sources = [
+        ("deploy/grafana/dashboard.json", exprs.join("\n")),
+        (
+            "deploy/prometheus/alerts.yml",
+            read("deploy/prometheus/alerts.yml"),
+        ),
+        (
+            "deploy/prometheus/rules.yml",
+            read("deploy/prometheus/rules.yml"),
+        ),
+    ];
+    for (file, text) in sources {
+        let unknown: Vec<_> = referenced_names(&text)
+            .into_iter()
+            .filter(|n| !emitted.contains(n))
+            .collect();
+        assert!(
+            unknown.is_empty(),
+            "{file} names metrics the exporter does not emit: {unknown:?}"
+        );
+    }
+}
+
+#[test]
+fn the_dashboard_is_a_grafana_dashboard_with_the_expected_variables() {
+    let dashboard: serde_json::Value =
+        serde_json::from_str(&read("deploy/grafana/dashboard.json")).unwrap();
+    assert!(
+        dashboard["schemaVersion"].as_u64().unwrap() >= 36,
+        "Grafana 10 or later"
+    );
+    let variables: Vec<&str> = dashboard["templating"]["list"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["name"].as_str().unwrap())
+        .collect();
+    for expected in ["datasource", "kind", "asset"] {
+        assert!(variables.contains(&expected), "{expected} variable missing");
+    }
+    let mut ids = BTreeSet::new();
+    for panel in dashboard["panels"].as_array().unwrap() {
+        assert!(
+            ids.insert(panel["id"].as_u64().unwrap()),
+            "panel ids are unique"
+        );
+        for key in ["x", "y", "w", "h"] {
+            assert!(panel["gridPos"][key].is_u64(), "{panel}");
+        }
+        if panel["type"] != "row" {
+            assert_eq!(panel["datasource"]["uid"], "${datasource}");
+        }
+    }
+}

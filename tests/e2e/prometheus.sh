@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# End-to-end: the exporter in --demo mode scraped by a real Prometheus with the shipped
+# scrape configuration (interval shortened) and rules (`for:` shortened), checked through
+# Prometheus' HTTP API. Everything listens on 127.0.0.1 and is stopped on exit.
+#
+# Usage: tests/e2e/prometheus.sh [path/to/reputation-exporter]
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+exporter_bin=${1:-target/release/reputation-exporter}
+work=$(mktemp -d)
+pids=()
+cleanup() {
+    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+fail() {
+    echo "e2e: FAILED: $*" >&2
+    echo "--- exporter log" >&2; tail -n 20 "$work/exporter.log" >&2 || true
+    echo "--- prometheus log" >&2; tail -n 20 "$work/prometheus.log" >&2 || true
+    exit 1
+}
+
+free_port() {
+    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# Waits up to $1 seconds for the command after it to succeed.
+wait_for() {
+    local deadline=$((SECONDS + $1)); shift
+    until "$@"; do
+        [ "$SECONDS" -lt "$deadline" ] || return 1
+        sleep 1
+    done
+}
+
+exporter_port=$(free_port)
+prometheus_port=$(free_port)
+
+"$exporter_bin" --demo --web.listen-address "127.0.0.1:$exporter_port" \
+    >"$work/exporter.log" 2>&1 &
+pids+=($!)
+wait_for 20 curl -sf -o /dev/null "http://127.0.0.1:$exporter_port/-/ready" ||
+    fail "the exporter never became ready"
+
+# The shipped files, with the target, the intervals and the `for:` durations shortened.
+sed -e "s/scrape_interval: .*/scrape_interval: 2s/" \
+    -e "s/scrape_timeout: .*/scrape_timeout: 1s/" \
+    -e "/reputation-exporter-2/d" \
+    -e "s/reputation-exporter-1:9525/127.0.0.1:$exporter_port/" \
+    deploy/prometheus/scrape.yml >"$work/scrape.yml"
+sed -e "s/for: .*/for: 0s/" deploy/prometheus/alerts.yml >"$work/alerts.yml"
+cp deploy/prometheus/rules.yml "$work/rules.yml"
+{
+    echo "global:"
+    echo "  evaluation_interval: 2s"
+    echo "rule_files: [alerts.yml, rules.yml]"
+    cat "$work/scrape.yml"
+} >"$work/prometheus.yml"
+promtool check config "$work/prometheus.yml" >/dev/null || fail "promtool check config"
+
+prometheus --config.file "$work/prometheus.yml" \
+    --storage.tsdb.path "$work/data" \
+    --web.listen-address "127.0.0.1:$prometheus_port" \
+    >"$work/prometheus.log" 2>&1 &
+pids+=($!)
+
+api="http://127.0.0.1:$prometheus_port/api/v1"
+# Runs a PromQL query and prints the result as JSON.
+query() {
+    curl -sf --get "$api/query" --data-urlencode "query=$1" |
+        python3 -c 'import json,sys; print(json.dumps(json.load(sys.stdin)["data"]["result"]))'
+}
+# True when the query returns at least $2 series.
+has_series() {
+    local n
+    n=$(query "$1" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))') || return 1
+    [ "$n" -ge "$2" ]
+}
+
+wait_for 30 curl -sf -o /dev/null "http://127.0.0.1:$prometheus_port/-/ready" ||
+    fail "Prometheus never became ready"
+
+target_up() {
+    curl -sf "$api/targets" | python3 -c '
+import json, sys
+targets = json.load(sys.stdin)["data"]["activeTargets"]
+sys.exit(0 if targets and all(t["health"] == "up" for t in targets) else 1)'
+}
+wait_for 30 target_up || fail "the target is not up: $(curl -s "$api/targets")"
+echo "e2e: target up"
+
+# The scraped scores are the exporter's: compare one asset's value with /metrics (the demo
+# moves every few seconds, so retry until both agree).
+same_score() {
+    local served stored
+    served=$(curl -sf "http://127.0.0.1:$exporter_port/metrics" |
+        awk '/^reputation_senderscore\{kind="ip",asset="192.0.2.1"\}/ {print $2}')
+    stored=$(query 'reputation_senderscore{kind="ip",asset="192.0.2.1"}' |
+        python3 -c 'import json,sys; r=json.load(sys.stdin); print(r[0]["value"][1] if r else "")')
+    [ -n "$served" ] && [ "$served" = "$stored" ]
+}
+wait_for 30 same_score || fail "reputation_senderscore in Prometheus differs from /metrics"
+served_series=$(curl -sf "http://127.0.0.1:$exporter_port/metrics" | grep -c '^reputation_senderscore{')
+wait_for 20 has_series 'reputation_senderscore' "$served_series" ||
+    fail "Prometheus has fewer reputation_senderscore series than the exporter serves ($served_series)"
+echo "e2e: $served_series reputation_senderscore series, values as served"
+
+wait_for 30 has_series 'kind:reputation_senderscore:min' 2 || fail "recording rule kind:reputation_senderscore:min"
+wait_for 30 has_series 'kind:reputation_snds_reputation_green:ratio' 1 ||
+    fail "recording rule kind:reputation_snds_reputation_green:ratio"
+echo "e2e: recording rules evaluated"
+
+# The demo always has addresses scored below 70.
+wait_for 30 has_series 'ALERTS{alertname="ReputationSenderScoreLow",alertstate="firing"}' 1 ||
+    fail "ReputationSenderScoreLow is not firing"
+echo "e2e: ReputationSenderScoreLow firing"
+if has_series 'ALERTS{alertname=~"ReputationApiTokenRejected|ReputationExporterDown",alertstate="firing"}' 1; then
+    fail "an alert that the demo must not trigger is firing"
+fi
+echo "e2e: passed"
