@@ -110,7 +110,7 @@ impl Exporter {
 
     /// The whole exposition as served now, in one format.
     pub fn exposition(&self, format: Format) -> Vec<u8> {
-        server::render(&self.store.current(), &self.telemetry, format).concat()
+        server::render(&self.store.current(), &self.telemetry, format)
     }
 }
 

@@ -1,5 +1,6 @@
 //! The exporter's HTTP interface: metrics, landing page, health and readiness.
 
+use std::collections::VecDeque;
 use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,7 +14,6 @@ use axum::routing::get;
 use bytes::Bytes;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
-use tower_http::compression::CompressionLayer;
 use tower_http::timeout::TimeoutLayer;
 
 use crate::exposition::{Format, Writer};
@@ -44,7 +44,6 @@ pub fn app(state: AppState) -> Router {
         .route(&state.telemetry_path, get(metrics))
         .route("/-/healthy", get(healthy))
         .route("/-/ready", get(ready))
-        .layer(CompressionLayer::new().gzip(true))
         .layer(TimeoutLayer::with_status_code(
             StatusCode::REQUEST_TIMEOUT,
             REQUEST_TIMEOUT,
@@ -85,27 +84,111 @@ pub async fn shutdown_signal() {
     }
 }
 
-/// The whole exposition in one format: the snapshot's cached per-asset body, then the live
-/// exporter metrics (and `# EOF` for OpenMetrics).
-pub fn render(snapshot: &Snapshot, telemetry: &Telemetry, format: Format) -> [Bytes; 2] {
+/// The live part of a scrape: the exporter's own metrics (and `# EOF` for OpenMetrics), which
+/// follows the snapshot's cached per-asset body.
+pub fn live(snapshot: &Snapshot, telemetry: &Telemetry, format: Format) -> Vec<u8> {
     let mut live = Vec::with_capacity(8 * 1024);
     let mut writer = Writer::new(format, &mut live);
     telemetry.render(snapshot, &mut writer);
     writer.finish();
-    [snapshot.body(format).clone(), Bytes::from(live)]
+    live
+}
+
+/// The whole exposition in one format, as one buffer.
+pub fn render(snapshot: &Snapshot, telemetry: &Telemetry, format: Format) -> Vec<u8> {
+    let mut body = snapshot.rendered.to_vec(format);
+    body.extend_from_slice(&live(snapshot, telemetry, format));
+    body
+}
+
+/// Whether an `Accept-Encoding` header allows gzip (`gzip`, `x-gzip` or `*` with q > 0).
+fn accepts_gzip(accept_encoding: Option<&str>) -> bool {
+    accept_encoding.is_some_and(|value| {
+        value.split(',').any(|coding| {
+            let mut parts = coding.split(';');
+            let name = parts.next().unwrap_or("").trim().to_ascii_lowercase();
+            let refused = parts
+                .filter_map(|p| p.trim().strip_prefix("q="))
+                .any(|q| q.trim().parse::<f32>().is_ok_and(|q| q <= 0.0));
+            matches!(name.as_str(), "gzip" | "x-gzip" | "*") && !refused
+        })
+    })
 }
 
 async fn metrics(State(state): State<AppState>, headers: HeaderMap) -> Response {
     let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
     let format = Format::negotiate(accept);
+    let gzip = accepts_gzip(
+        headers
+            .get(header::ACCEPT_ENCODING)
+            .and_then(|v| v.to_str().ok()),
+    );
     let snapshot = state.snapshots.borrow().clone();
-    let [cached, live] = render(&snapshot, &state.telemetry, format);
-    let chunks = futures_util::stream::iter([Ok::<_, std::convert::Infallible>(cached), Ok(live)]);
+    let live = live(&snapshot, &state.telemetry, format);
+    let content_type = (header::CONTENT_TYPE, format.content_type());
+    let vary = (header::VARY, "Accept-Encoding");
+    if !gzip {
+        let mut chunks = snapshot.body(format).to_vec();
+        chunks.push(Bytes::from(live));
+        return ([content_type, vary], Body::new(Chunks::new(chunks))).into_response();
+    }
+    // Compressing a large head takes a while the first time: off the async threads.
+    let prefix = if snapshot.has_gzip(format) {
+        snapshot.gzip(format).clone()
+    } else {
+        let snapshot = snapshot.clone();
+        match tokio::task::spawn_blocking(move || snapshot.gzip(format).clone()).await {
+            Ok(prefix) => prefix,
+            Err(_) => return StatusCode::INTERNAL_SERVER_ERROR.into_response(),
+        }
+    };
+    let chunks = prefix.finish(&live).to_vec();
     (
-        [(header::CONTENT_TYPE, format.content_type())],
-        Body::from_stream(chunks),
+        [content_type, vary, (header::CONTENT_ENCODING, "gzip")],
+        Body::new(Chunks::new(chunks)),
     )
         .into_response()
+}
+
+/// A response body made of shared chunks, with its exact length known up front (so the
+/// response carries `Content-Length`, and the chunks are written without copying).
+struct Chunks {
+    chunks: VecDeque<Bytes>,
+    remaining: u64,
+}
+
+impl Chunks {
+    fn new(chunks: Vec<Bytes>) -> Self {
+        let remaining = chunks.iter().map(|c| c.len() as u64).sum();
+        Chunks {
+            chunks: chunks.into_iter().filter(|c| !c.is_empty()).collect(),
+            remaining,
+        }
+    }
+}
+
+impl http_body::Body for Chunks {
+    type Data = Bytes;
+    type Error = std::convert::Infallible;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Bytes>, Self::Error>>> {
+        let next = self.chunks.pop_front();
+        if let Some(chunk) = &next {
+            self.remaining -= chunk.len() as u64;
+        }
+        std::task::Poll::Ready(next.map(|c| Ok(http_body::Frame::data(c))))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.chunks.is_empty()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        http_body::SizeHint::with_exact(self.remaining)
+    }
 }
 
 async fn healthy() -> &'static str {
@@ -209,6 +292,16 @@ fn escape(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn gzip_is_chosen_only_when_the_client_allows_it() {
+        assert!(accepts_gzip(Some("gzip")));
+        assert!(accepts_gzip(Some("deflate, gzip;q=0.5")));
+        assert!(accepts_gzip(Some("*")));
+        assert!(!accepts_gzip(Some("gzip;q=0")));
+        assert!(!accepts_gzip(Some("identity")));
+        assert!(!accepts_gzip(None));
+    }
 
     #[test]
     fn html_special_characters_are_escaped() {

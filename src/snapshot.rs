@@ -6,11 +6,12 @@
 //! swapped in whole, so a scrape never sees half of a poll.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
 
-use crate::exposition::{self, Format};
+use crate::exposition::gzip::GzipPrefix;
+use crate::exposition::{self, Format, Rendered};
 use crate::upstream::dto::{Loose, NamedItem};
 
 /// Whether an asset is an IP address or a domain: the `kind` label.
@@ -318,10 +319,10 @@ pub struct Snapshot {
     pub reports: Option<Arc<Reports>>,
     /// Whether a list poll has ever succeeded (`/-/ready`).
     pub ready: bool,
-    /// The per-asset metric families, OpenMetrics.
-    pub openmetrics: Bytes,
-    /// The same families, Prometheus text 0.0.4.
-    pub text: Bytes,
+    /// The per-asset metric families in both formats, rendered once.
+    pub rendered: Rendered,
+    /// The same, gzip-compressed per format, made on first demand.
+    gzip: [OnceLock<GzipPrefix>; 2],
 }
 
 impl Snapshot {
@@ -337,15 +338,14 @@ impl Snapshot {
             .flatten()
             .map(|s| &**s)
             .collect();
-        let openmetrics = exposition::render_assets(&sets, reports.as_deref(), Format::OpenMetrics);
-        let text = exposition::render_assets(&sets, reports.as_deref(), Format::Text);
+        let rendered = exposition::render_assets(&sets, reports.as_deref());
         Snapshot {
             ips,
             domains,
             reports,
             ready,
-            openmetrics: openmetrics.into(),
-            text: text.into(),
+            rendered,
+            gzip: Default::default(),
         }
     }
 
@@ -366,12 +366,20 @@ impl Snapshot {
         set.as_ref().map_or(0, |s| s.assets.len())
     }
 
-    /// The rendered per-asset body in one format.
-    pub fn body(&self, format: Format) -> &Bytes {
-        match format {
-            Format::OpenMetrics => &self.openmetrics,
-            Format::Text => &self.text,
-        }
+    /// The rendered per-asset body in one format, as chunks.
+    pub fn body(&self, format: Format) -> &[Bytes] {
+        self.rendered.chunks(format)
+    }
+
+    /// The per-asset body in one format as the start of a gzip stream, compressed on the first
+    /// call (per snapshot and format) and kept.
+    pub fn gzip(&self, format: Format) -> &GzipPrefix {
+        self.gzip[format as usize].get_or_init(|| GzipPrefix::new(self.body(format)))
+    }
+
+    /// Whether the gzip body of this format is ready.
+    pub fn has_gzip(&self, format: Format) -> bool {
+        self.gzip[format as usize].get().is_some()
     }
 }
 

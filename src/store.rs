@@ -180,7 +180,14 @@ impl Store {
             (!parts.reports.is_empty()).then(|| parts.reports.clone()),
             parts.ready,
         );
-        self.snapshots.send_replace(Arc::new(snapshot));
+        let snapshot = Arc::new(snapshot);
+        self.snapshots.send_replace(snapshot.clone());
+        // Compress the OpenMetrics body (what Prometheus asks for) ahead of the first scrape.
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn_blocking(move || {
+                snapshot.gzip(crate::exposition::Format::OpenMetrics);
+            });
+        }
     }
 }
 
@@ -218,7 +225,8 @@ mod tests {
         assert_eq!(snapshot.count(Kind::Ip), 0);
         assert_eq!(snapshot.count(Kind::Domain), 1);
         assert!(snapshot.ready, "readiness survives expiry");
-        let text = String::from_utf8(snapshot.text.to_vec()).unwrap();
+        let text =
+            String::from_utf8(snapshot.rendered.to_vec(crate::exposition::Format::Text)).unwrap();
         assert!(!text.contains("192.0.2.1"));
         assert!(text.contains("asset=\"example.com\""));
     }
@@ -253,7 +261,13 @@ mod tests {
             ],
             start + Duration::from_secs(30),
         );
-        let text = String::from_utf8(store.current().text.to_vec()).unwrap();
+        let text = String::from_utf8(
+            store
+                .current()
+                .rendered
+                .to_vec(crate::exposition::Format::Text),
+        )
+        .unwrap();
         assert!(
             text.contains(
                 r#"reputation_asset_tag_info{kind="ip",asset="192.0.2.1",tag="team-a"} 1"#

@@ -1,6 +1,6 @@
 //! The per-asset metric families, rendered once per snapshot.
 
-use super::{Family, Format, MetricType, Writer};
+use super::{Family, MetricType, Rendered, SharedWriter};
 use crate::snapshot::{Asset, AssetSet, Reports, SndsColour};
 
 const fn gauge(name: &'static str, help: &'static str) -> Family {
@@ -159,12 +159,11 @@ pub fn families() -> impl Iterator<Item = Family> {
         .chain([BLACKLIST_LISTED, BLACKLIST_CHANGED, TAG_INFO, SCORE_UPDATED])
 }
 
-/// Renders every per-asset family of these sets in one format (no `# EOF`).
-pub fn render_assets(sets: &[&AssetSet], reports: Option<&Reports>, format: Format) -> Vec<u8> {
+/// Renders every per-asset family of these sets, in both formats (no `# EOF`).
+pub fn render_assets(sets: &[&AssetSet], reports: Option<&Reports>) -> Rendered {
     let assets = || sets.iter().flat_map(|set| set.assets.iter());
     let series: usize = sets.iter().map(|s| s.assets.len()).sum();
-    let mut out = Vec::with_capacity(series * 512 + 4096);
-    let mut w = Writer::new(format, &mut out);
+    let mut w = SharedWriter::with_capacity(series * 600 + 4096);
 
     w.family(&ASSET_INFO);
     for a in assets() {
@@ -238,7 +237,7 @@ pub fn render_assets(sets: &[&AssetSet], reports: Option<&Reports>, format: Form
             }
         }
     }
-    out
+    w.finish()
 }
 
 fn labels(asset: &Asset) -> [(&'static str, &str); 2] {

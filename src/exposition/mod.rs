@@ -11,8 +11,9 @@
 //! the per-asset bodies are written straight from the snapshot, once per poll.
 
 pub mod assets;
+pub mod gzip;
 
-use std::io::Write as _;
+use bytes::Bytes;
 
 pub use assets::render_assets;
 
@@ -26,6 +27,9 @@ pub enum Format {
 }
 
 impl Format {
+    /// Both formats, in the order of [`Format`]'s discriminants.
+    pub const ALL: [Format; 2] = [Format::OpenMetrics, Format::Text];
+
     /// The exact `Content-Type` of a body in this format.
     pub fn content_type(self) -> &'static str {
         match self {
@@ -113,7 +117,7 @@ impl Family {
     }
 }
 
-/// Writes families and samples in one format into a buffer.
+/// Writes families and samples in one format into a buffer: the live part of a scrape.
 pub struct Writer<'a> {
     format: Format,
     out: &'a mut Vec<u8>,
@@ -127,49 +131,12 @@ impl<'a> Writer<'a> {
 
     /// Writes the `# HELP` and `# TYPE` lines that open a family.
     pub fn family(&mut self, family: &Family) {
-        let name = family.header_name(self.format);
-        self.out.extend_from_slice(b"# HELP ");
-        self.out.extend_from_slice(name.as_bytes());
-        self.out.push(b' ');
-        for c in family.help.chars() {
-            match c {
-                '\\' => self.out.extend_from_slice(b"\\\\"),
-                '\n' => self.out.extend_from_slice(b"\\n"),
-                '"' if self.format == Format::OpenMetrics => self.out.extend_from_slice(b"\\\""),
-                c => {
-                    let mut buf = [0; 4];
-                    self.out
-                        .extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
-                }
-            }
-        }
-        self.out.extend_from_slice(b"\n# TYPE ");
-        self.out.extend_from_slice(name.as_bytes());
-        self.out.push(b' ');
-        self.out
-            .extend_from_slice(family.type_name(self.format).as_bytes());
-        self.out.push(b'\n');
+        write_header(self.out, self.format, family);
     }
 
     /// Writes one sample line: `name{labels} value`.
     pub fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: f64) {
-        self.out.extend_from_slice(name.as_bytes());
-        if !labels.is_empty() {
-            self.out.push(b'{');
-            for (i, (key, value)) in labels.iter().enumerate() {
-                if i > 0 {
-                    self.out.push(b',');
-                }
-                self.out.extend_from_slice(key.as_bytes());
-                self.out.extend_from_slice(b"=\"");
-                escape_label_value(self.out, value);
-                self.out.push(b'"');
-            }
-            self.out.push(b'}');
-        }
-        self.out.push(b' ');
-        write_value(self.out, value);
-        self.out.push(b'\n');
+        write_sample(self.out, name, labels, value);
     }
 
     /// Ends the exposition (`# EOF` in OpenMetrics, nothing in 0.0.4).
@@ -178,6 +145,137 @@ impl<'a> Writer<'a> {
             self.out.extend_from_slice(b"# EOF\n");
         }
     }
+}
+
+/// Writes families in both formats at once: the headers per format, the sample lines once,
+/// shared by both (they are the same bytes in both formats). For the per-asset part, which is
+/// large and rendered once per snapshot.
+#[derive(Debug, Default)]
+pub struct SharedWriter {
+    samples: Vec<u8>,
+    headers: [Vec<u8>; 2],
+    /// Per family: where its header ends in each header buffer, where its samples start.
+    families: Vec<([usize; 2], usize)>,
+}
+
+impl SharedWriter {
+    /// A writer expecting about `bytes` of sample lines.
+    pub fn with_capacity(bytes: usize) -> Self {
+        SharedWriter {
+            samples: Vec::with_capacity(bytes),
+            ..SharedWriter::default()
+        }
+    }
+
+    /// Opens a family: its headers in both formats.
+    pub fn family(&mut self, family: &Family) {
+        for format in Format::ALL {
+            write_header(&mut self.headers[format as usize], format, family);
+        }
+        let ends = [self.headers[0].len(), self.headers[1].len()];
+        self.families.push((ends, self.samples.len()));
+    }
+
+    /// Writes one sample line of the open family.
+    pub fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: f64) {
+        write_sample(&mut self.samples, name, labels, value);
+    }
+
+    /// The rendered families, as chunks that share their bytes.
+    pub fn finish(self) -> Rendered {
+        let samples = Bytes::from(self.samples);
+        let headers = self.headers.map(Bytes::from);
+        let mut chunks: [Vec<Bytes>; 2] = Default::default();
+        let mut header_start = [0, 0];
+        for (i, (header_end, sample_start)) in self.families.iter().enumerate() {
+            let sample_end = self
+                .families
+                .get(i + 1)
+                .map_or(samples.len(), |(_, next)| *next);
+            for format in Format::ALL {
+                let f = format as usize;
+                chunks[f].push(headers[f].slice(header_start[f]..header_end[f]));
+                if sample_end > *sample_start {
+                    chunks[f].push(samples.slice(*sample_start..sample_end));
+                }
+                header_start[f] = header_end[f];
+            }
+        }
+        Rendered { chunks }
+    }
+}
+
+/// Families rendered in both formats, as chunks of shared bytes.
+#[derive(Debug, Clone, Default)]
+pub struct Rendered {
+    chunks: [Vec<Bytes>; 2],
+}
+
+impl Rendered {
+    /// The chunks of one format, in order.
+    pub fn chunks(&self, format: Format) -> &[Bytes] {
+        &self.chunks[format as usize]
+    }
+
+    /// Length in bytes of one format.
+    pub fn len(&self, format: Format) -> usize {
+        self.chunks(format).iter().map(Bytes::len).sum()
+    }
+
+    /// Whether nothing was rendered.
+    pub fn is_empty(&self) -> bool {
+        self.chunks.iter().all(Vec::is_empty)
+    }
+
+    /// One format as one buffer (for tests, `--once` and the benchmarks).
+    pub fn to_vec(&self, format: Format) -> Vec<u8> {
+        self.chunks(format).concat()
+    }
+}
+
+/// Writes the `# HELP` and `# TYPE` lines of a family in one format.
+fn write_header(out: &mut Vec<u8>, format: Format, family: &Family) {
+    let name = family.header_name(format);
+    out.extend_from_slice(b"# HELP ");
+    out.extend_from_slice(name.as_bytes());
+    out.push(b' ');
+    for c in family.help.chars() {
+        match c {
+            '\\' => out.extend_from_slice(b"\\\\"),
+            '\n' => out.extend_from_slice(b"\\n"),
+            '"' if format == Format::OpenMetrics => out.extend_from_slice(b"\\\""),
+            c => {
+                let mut buf = [0; 4];
+                out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
+            }
+        }
+    }
+    out.extend_from_slice(b"\n# TYPE ");
+    out.extend_from_slice(name.as_bytes());
+    out.push(b' ');
+    out.extend_from_slice(family.type_name(format).as_bytes());
+    out.push(b'\n');
+}
+
+/// Writes one sample line, the same in both formats: `name{labels} value`.
+fn write_sample(out: &mut Vec<u8>, name: &str, labels: &[(&str, &str)], value: f64) {
+    out.extend_from_slice(name.as_bytes());
+    if !labels.is_empty() {
+        out.push(b'{');
+        for (i, (key, value)) in labels.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            out.extend_from_slice(key.as_bytes());
+            out.extend_from_slice(b"=\"");
+            escape_label_value(out, value);
+            out.push(b'"');
+        }
+        out.push(b'}');
+    }
+    out.push(b' ');
+    write_value(out, value);
+    out.push(b'\n');
 }
 
 /// Escapes `\`, `"` and line feed, the three characters both formats escape in label values.
@@ -197,17 +295,17 @@ fn escape_label_value(out: &mut Vec<u8>, value: &str) {
     }
 }
 
-/// Writes a sample value: integers without a fraction, other numbers in Rust's shortest
-/// round-trip form, and the special values as both formats spell them.
+/// Writes a sample value: integers without a fraction, other numbers in their shortest
+/// round-trip form (`ryu`), and the special values as both formats spell them.
 fn write_value(out: &mut Vec<u8>, value: f64) {
     if value.is_nan() {
         out.extend_from_slice(b"NaN");
     } else if value.is_infinite() {
         out.extend_from_slice(if value > 0.0 { b"+Inf" } else { b"-Inf" });
     } else if value.fract() == 0.0 && value.abs() < 1e15 {
-        let _ = write!(out, "{}", value as i64);
+        out.extend_from_slice(itoa::Buffer::new().format(value as i64).as_bytes());
     } else {
-        let _ = write!(out, "{value}");
+        out.extend_from_slice(ryu::Buffer::new().format_finite(value).as_bytes());
     }
 }
 
@@ -263,9 +361,45 @@ mod tests {
         writer.sample("m", &[], 42.0);
         writer.sample("m", &[], f64::INFINITY);
         writer.sample("m", &[], -0.25);
+        writer.sample("m", &[], 1e21);
+        writer.sample("m", &[], 1.5e-7);
         assert_eq!(
             String::from_utf8(out).unwrap(),
-            "m{a=\"q\\\"b\\\\n\\né\"} 1.5\nm 42\nm +Inf\nm -0.25\n"
+            "m{a=\"q\\\"b\\\\n\\né\"} 1.5\nm 42\nm +Inf\nm -0.25\nm 1e21\nm 1.5e-7\n"
+        );
+    }
+
+    #[test]
+    fn the_shared_writer_gives_each_format_its_headers_around_the_same_samples() {
+        let mut w = SharedWriter::default();
+        w.family(&COUNTER);
+        w.sample("x_requests_total", &[("code", "200")], 3.0);
+        w.family(&INFO);
+        w.family(&COUNTER);
+        w.sample("x_requests_total", &[], 1.0);
+        let rendered = w.finish();
+        let text = String::from_utf8(rendered.to_vec(Format::Text)).unwrap();
+        let om = String::from_utf8(rendered.to_vec(Format::OpenMetrics)).unwrap();
+        let mut expected_text = Vec::new();
+        let mut expected_om = Vec::new();
+        for (format, out) in [
+            (Format::Text, &mut expected_text),
+            (Format::OpenMetrics, &mut expected_om),
+        ] {
+            let mut w = Writer::new(format, out);
+            w.family(&COUNTER);
+            w.sample("x_requests_total", &[("code", "200")], 3.0);
+            w.family(&INFO);
+            w.family(&COUNTER);
+            w.sample("x_requests_total", &[], 1.0);
+        }
+        assert_eq!(text, String::from_utf8(expected_text).unwrap());
+        assert_eq!(om, String::from_utf8(expected_om).unwrap());
+        assert_eq!(rendered.len(Format::Text), text.len());
+        // Samples are stored once: both formats' sample chunks point at the same bytes.
+        assert_eq!(
+            rendered.chunks(Format::Text)[1].as_ptr(),
+            rendered.chunks(Format::OpenMetrics)[1].as_ptr()
         );
     }
 
