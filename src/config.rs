@@ -304,6 +304,8 @@ pub struct Config {
     pub web: WebConfig,
     /// Logging.
     pub log: LogConfig,
+    /// Problems that do not stop the start, to log once logging runs.
+    pub warnings: Vec<String>,
 }
 
 /// Which upstream to poll and how.
@@ -326,6 +328,8 @@ pub enum Source {
         base_url: reqwest::Url,
         /// The bearer token.
         token: Secret,
+        /// Where the token came from, when from a file: re-read when it changes.
+        token_file: Option<PathBuf>,
     },
     /// `--demo`: the simulated API, started on loopback by the exporter itself.
     Demo,
@@ -466,12 +470,22 @@ impl Settings {
 
     /// Checks every value and turns it into its typed form.
     pub fn validate(self, demo: bool) -> Result<Config, ConfigError> {
+        let mut warnings = Vec::new();
         let source = if demo {
             Source::Demo
         } else {
+            let token_file = self.api.token_file.as_deref().map(PathBuf::from);
+            if let Some(problem) = token_file.as_deref().and_then(token_file_mode_problem) {
+                if running_as_root_in_a_container() {
+                    warnings.push(problem);
+                } else {
+                    return Err(invalid("api.token_file", problem));
+                }
+            }
             Source::Remote {
                 base_url: base_url(self.api.base_url.as_deref())?,
                 token: token(self.api.token, self.api.token_file.as_deref())?,
+                token_file,
             }
         };
         let max_body_bytes = self.api.max_body_bytes;
@@ -496,6 +510,7 @@ impl Settings {
                 level: log_level(self.log.level.as_deref())?,
                 format: log_format(self.log.format.as_deref())?,
             },
+            warnings,
         })
     }
 }
@@ -545,6 +560,11 @@ fn token(token: Option<String>, file: Option<&str>) -> Result<Secret, ConfigErro
             ));
         }
     };
+    check_token(value)
+}
+
+/// Refuses a token that cannot be sent: empty, or with control characters.
+pub fn check_token(value: String) -> Result<Secret, ConfigError> {
     if value.trim().is_empty() {
         return Err(invalid("api.token", "is empty"));
     }
@@ -555,6 +575,48 @@ fn token(token: Option<String>, file: Option<&str>) -> Result<Secret, ConfigErro
         ));
     }
     Ok(Secret(value))
+}
+
+/// What is wrong with the token file's permissions: readable by every user.
+#[cfg(unix)]
+fn token_file_mode_problem(path: &Path) -> Option<String> {
+    use std::os::unix::fs::PermissionsExt as _;
+    let mode = std::fs::metadata(path).ok()?.permissions().mode();
+    mode_problem(path, mode)
+}
+
+#[cfg(not(unix))]
+fn token_file_mode_problem(_: &Path) -> Option<String> {
+    None
+}
+
+fn mode_problem(path: &Path, mode: u32) -> Option<String> {
+    (mode & 0o004 != 0).then(|| {
+        format!(
+            "{} is readable by every user (mode {:o}); make it readable by the exporter's user \
+             only, e.g. chmod o-r {}",
+            path.display(),
+            mode & 0o777,
+            path.display()
+        )
+    })
+}
+
+/// Root inside a container (Docker, Podman, Kubernetes) often cannot choose the mode of a
+/// mounted secret; there a readable token file is a warning, not a refusal.
+fn running_as_root_in_a_container() -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt as _;
+        // /proc/self belongs to the process' effective user.
+        let root = std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0);
+        let container = Path::new("/.dockerenv").exists()
+            || Path::new("/run/.containerenv").exists()
+            || std::env::var_os("KUBERNETES_SERVICE_HOST").is_some();
+        root && container
+    }
+    #[cfg(not(unix))]
+    false
 }
 
 /// Reads a token file, ignoring one trailing line break.
@@ -987,11 +1049,27 @@ mod tests {
     }
 
     #[test]
+    fn a_token_file_readable_by_every_user_is_refused_with_the_remedy() {
+        let path = Path::new("/etc/reputation-exporter/token");
+        let problem = mode_problem(path, 0o100644).unwrap();
+        assert!(problem.contains("mode 644"), "{problem}");
+        assert!(
+            problem.contains("chmod o-r /etc/reputation-exporter/token"),
+            "{problem}"
+        );
+        assert_eq!(mode_problem(path, 0o100640), None);
+        assert_eq!(mode_problem(path, 0o100600), None);
+        assert_eq!(mode_problem(path, 0o100400), None);
+    }
+
+    #[test]
     fn a_token_file_loses_its_trailing_newline() {
         let dir = std::env::temp_dir().join(format!("rexp-token-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("token");
         std::fs::write(&path, "abc\n").unwrap();
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
         let vars = [
             (
                 "REPUTATION_EXPORTER_API__BASE_URL",

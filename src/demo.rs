@@ -73,6 +73,8 @@ struct Sim {
     /// Asset report requests being answered now, and the most at once so far.
     reports_in_flight: usize,
     reports_in_flight_max: usize,
+    /// The serialized lists, kept until the items change (per [`Kind`]).
+    bodies: [Option<bytes::Bytes>; 2],
     /// Unix time at tick 0: the dates in generated histories count from it.
     epoch: i64,
 }
@@ -103,6 +105,7 @@ impl SimulatedApi {
                 report_delay: Duration::ZERO,
                 reports_in_flight: 0,
                 reports_in_flight_max: 0,
+                bodies: Default::default(),
                 epoch: std::time::SystemTime::now()
                     .duration_since(std::time::UNIX_EPOCH)
                     .map_or(0, |d| d.as_secs() as i64),
@@ -160,6 +163,7 @@ impl SimulatedApi {
             Kind::Ip => sim.ips = items,
             Kind::Domain => sim.domains = items,
         }
+        sim.bodies = Default::default();
     }
 
     /// The items of one list as served now.
@@ -176,6 +180,7 @@ impl SimulatedApi {
         let mut sim = self.sim();
         sim.ips.retain(|v| v["ip"] != name);
         sim.domains.retain(|v| v["domain"] != name);
+        sim.bodies = Default::default();
     }
 
     /// Queues a scripted answer for the endpoint at `path` (e.g. `/api/v1/ip-list`).
@@ -280,6 +285,7 @@ impl SimulatedApi {
                 let (ips, domains) = (movement.ip_count, movement.domain_count);
                 sim.ips = (0..ips).map(|i| ip_item(i, tick)).collect();
                 sim.domains = (0..domains).map(|i| domain_item(i, tick)).collect();
+                sim.bodies = Default::default();
             }
             // The first answer of each endpoint is always good, so the demo starts full.
             let roll = mix(count, tick, path.len() as u64) % 1000;
@@ -341,15 +347,24 @@ async fn list(api: &SimulatedApi, path: &str, headers: &HeaderMap, kind: Kind) -
     if let Some(r) = api.intercept(path, headers).await {
         return r;
     }
-    let sim = api.sim();
-    let items = match kind {
-        Kind::Ip => &sim.ips,
-        Kind::Domain => &sim.domains,
+    let mut sim = api.sim();
+    let slot = kind as usize;
+    let body = match &sim.bodies[slot] {
+        Some(body) => body.clone(),
+        None => {
+            let items = match kind {
+                Kind::Ip => &sim.ips,
+                Kind::Domain => &sim.domains,
+            };
+            let Ok(body) = serde_json::to_vec(items) else {
+                return error(StatusCode::INTERNAL_SERVER_ERROR);
+            };
+            let body = bytes::Bytes::from(body);
+            sim.bodies[slot] = Some(body.clone());
+            body
+        }
     };
-    match serde_json::to_vec(items) {
-        Ok(body) => ([(header::CONTENT_TYPE, "application/json")], body).into_response(),
-        Err(_) => error(StatusCode::INTERNAL_SERVER_ERROR),
-    }
+    ([(header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 
 async fn asset_report(

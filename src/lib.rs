@@ -64,7 +64,12 @@ pub struct Exporter {
 
 impl Exporter {
     /// Wires the exporter for this configuration, polling `base_url` with `token`.
-    pub fn new(config: &Config, base_url: reqwest::Url, token: Secret) -> anyhow::Result<Self> {
+    pub fn new(
+        config: &Config,
+        base_url: reqwest::Url,
+        token: Secret,
+        token_file: Option<std::path::PathBuf>,
+    ) -> anyhow::Result<Self> {
         let mut endpoints = Endpoint::POLLED.to_vec();
         if config.asset_reports.enabled {
             endpoints.push(Endpoint::Asset);
@@ -73,6 +78,7 @@ impl Exporter {
         let options = ClientOptions {
             base_url,
             token,
+            token_file,
             timeout: config.api.timeout,
             max_body_bytes: config.api.max_body_bytes,
         };
@@ -116,8 +122,15 @@ impl Exporter {
 
 /// Runs the exporter until SIGINT or SIGTERM, or for `--once` polls once and prints.
 pub async fn run(config: Config, once: bool) -> anyhow::Result<ExitCode> {
-    let (base_url, token) = match &config.api.source {
-        Source::Remote { base_url, token } => (base_url.clone(), token.clone()),
+    for warning in &config.warnings {
+        tracing::warn!("{warning}");
+    }
+    let (base_url, token, token_file) = match &config.api.source {
+        Source::Remote {
+            base_url,
+            token,
+            token_file,
+        } => (base_url.clone(), token.clone(), token_file.clone()),
         Source::Demo => {
             let api = demo::SimulatedApi::demo();
             let url = api
@@ -125,10 +138,10 @@ pub async fn run(config: Config, once: bool) -> anyhow::Result<ExitCode> {
                 .await
                 .context("cannot start the simulated API on 127.0.0.1")?;
             info!(url = %url, "demo mode: polling the built-in simulated API");
-            (url.parse()?, Secret::new(demo::DEMO_TOKEN))
+            (url.parse()?, Secret::new(demo::DEMO_TOKEN), None)
         }
     };
-    let exporter = Exporter::new(&config, base_url, token)?;
+    let exporter = Exporter::new(&config, base_url, token, token_file)?;
 
     if once {
         let mut ok = exporter.poller.poll_once().await;

@@ -5,6 +5,12 @@ use std::process::ExitCode;
 use clap::Parser as _;
 use reputation_exporter::config::{Cli, Config};
 
+/// jemalloc instead of the system allocator: every poll allocates and frees about a body's
+/// worth of memory on several threads; glibc's per-thread arenas keep most of it resident and
+/// grow poll after poll, jemalloc returns it (see docs/benchmarks.md).
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let config = match Config::load(&cli) {

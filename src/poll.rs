@@ -158,6 +158,8 @@ impl Poller {
         .await;
         match converted {
             Ok(more) => unrecognized.extend(more),
+            // The runtime is shutting down.
+            Err(e) if e.is_cancelled() => return false,
             Err(e) => {
                 error!(endpoint = endpoint.label(), error = %e, "converting the list failed");
                 self.telemetry.polled(endpoint, false);

@@ -11,6 +11,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
+use axum::serve::ListenerExt as _;
 use bytes::Bytes;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
@@ -57,6 +58,11 @@ pub async fn serve(
     app: Router,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    // A body goes out as a large cached chunk and a small live one; without TCP_NODELAY the
+    // last segment waits for the client's delayed ACK (tens of milliseconds).
+    let listener = listener.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
     axum::serve(listener, app)
         .with_graceful_shutdown(shutdown)
         .await

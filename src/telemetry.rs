@@ -423,9 +423,14 @@ mod process {
     /// Clock ticks per second of the times in `/proc/self/stat` (USER_HZ, fixed at 100).
     const TICKS_PER_SECOND: f64 = 100.0;
 
+    /// How long one reading of `/proc` is reused. Reading it costs more than the rest of a
+    /// scrape's live part; within a second the values barely move, and no scrape interval is
+    /// shorter.
+    const READING_TTL: std::time::Duration = std::time::Duration::from_secs(1);
+
     pub(super) fn render(w: &mut Writer<'_>) {
         #[cfg(target_os = "linux")]
-        if let Some(p) = read() {
+        if let Some(p) = cached() {
             let cpu = Family {
                 name: "process_cpu_seconds_total",
                 help: "Total user and system CPU time spent in seconds.",
@@ -471,6 +476,24 @@ mod process {
         }
     }
 
+    /// The last reading and when it was taken.
+    #[cfg(target_os = "linux")]
+    fn cached() -> Option<Process> {
+        use std::sync::Mutex;
+        use std::time::Instant;
+        static LAST: Mutex<Option<(Instant, Process)>> = Mutex::new(None);
+        let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
+        match &*last {
+            Some((at, reading)) if at.elapsed() < READING_TTL => Some(reading.clone()),
+            _ => {
+                let reading = read()?;
+                *last = Some((Instant::now(), reading.clone()));
+                Some(reading)
+            }
+        }
+    }
+
+    #[derive(Debug, Clone)]
     struct Process {
         cpu_seconds: f64,
         resident_bytes: f64,
@@ -489,10 +512,13 @@ mod process {
         let cpu_seconds = (field(14)? + field(15)?) / TICKS_PER_SECOND;
         let start_ticks = field(22)?;
         let virtual_bytes = field(23)?;
-        let boot_time = std::fs::read_to_string("/proc/stat")
-            .ok()?
-            .lines()
-            .find_map(|l| l.strip_prefix("btime ")?.trim().parse::<f64>().ok())?;
+        static BOOT_TIME: std::sync::OnceLock<Option<f64>> = std::sync::OnceLock::new();
+        let boot_time = (*BOOT_TIME.get_or_init(|| {
+            std::fs::read_to_string("/proc/stat")
+                .ok()?
+                .lines()
+                .find_map(|l| l.strip_prefix("btime ")?.trim().parse::<f64>().ok())
+        }))?;
         let resident_bytes = std::fs::read_to_string("/proc/self/status")
             .ok()?
             .lines()

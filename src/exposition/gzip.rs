@@ -2,10 +2,11 @@
 //! scrape.
 //!
 //! The head is compressed once into a deflate stream that ends with a sync flush instead of a
-//! final block; each response appends the tail compressed on its own (it refers to nothing
-//! before it) with the final block, then the gzip trailer, whose CRC-32 is combined from the
-//! head's and the tail's. The result is one ordinary gzip member, the same a single pass would
-//! give modulo block boundaries, at the cost of compressing only the tail per scrape.
+//! final block; each response appends the tail as stored (uncompressed) deflate blocks, the
+//! last one final, then the gzip trailer, whose CRC-32 is combined from the head's and the
+//! tail's. The result is one ordinary gzip member. A scrape costs a CRC over a few kilobytes,
+//! not a compression: the tail is small, and sending it uncompressed costs less than
+//! compressing it.
 
 use std::io::Write as _;
 
@@ -16,8 +17,12 @@ use flate2::write::DeflateEncoder;
 /// gzip member header: magic, deflate, no flags, no time, no extra flags, unknown OS.
 const HEADER: [u8; 10] = [0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff];
 
-/// Level of the cached head: compressed once per snapshot, so a good ratio is affordable.
-const HEAD_LEVEL: u32 = 6;
+/// Largest stored deflate block.
+const STORED_MAX: usize = 65_535;
+
+/// Level of the cached head: fast, because it is redone for every snapshot and holds the
+/// snapshot in memory meanwhile; metrics text compresses well even so.
+const HEAD_LEVEL: u32 = 1;
 
 /// The fixed head of a gzip body: header and deflate blocks ending in a sync flush.
 #[derive(Debug, Clone)]
@@ -59,12 +64,23 @@ impl GzipPrefix {
         self.bytes.is_empty()
     }
 
-    /// The whole gzip body for this head followed by `tail`: head, compressed tail, trailer.
+    /// The whole gzip body for this head followed by `tail`: head, stored tail, trailer.
     pub fn finish(&self, tail: &[u8]) -> [Bytes; 2] {
-        let mut encoder =
-            DeflateEncoder::new(Vec::with_capacity(tail.len() / 4 + 64), Compression::fast());
-        let _ = encoder.write_all(tail);
-        let mut rest = encoder.finish().unwrap_or_default();
+        let blocks = tail.len().div_ceil(STORED_MAX).max(1);
+        let mut rest = Vec::with_capacity(tail.len() + blocks * 5 + 8);
+        let mut chunks = tail.chunks(STORED_MAX).peekable();
+        if chunks.peek().is_none() {
+            rest.extend_from_slice(&[1, 0, 0, 0xff, 0xff]); // an empty final stored block
+        }
+        while let Some(chunk) = chunks.next() {
+            // The head ended byte-aligned, so each block header is a whole byte: BFINAL, then
+            // BTYPE 00 (stored); then LEN and its complement.
+            rest.push(u8::from(chunks.peek().is_none()));
+            let len = chunk.len() as u16;
+            rest.extend_from_slice(&len.to_le_bytes());
+            rest.extend_from_slice(&(!len).to_le_bytes());
+            rest.extend_from_slice(chunk);
+        }
         let mut crc = crc32fast::Hasher::new();
         crc.update(tail);
         let mut whole = self.crc.clone();
@@ -102,7 +118,8 @@ mod tests {
             })
             .collect();
         let prefix = GzipPrefix::new(&head);
-        for tail in [&b""[..], b"reputation_up 1\n# EOF\n"] {
+        let long_tail = "x 1\n".repeat(40_000);
+        for tail in [&b""[..], b"reputation_up 1\n# EOF\n", long_tail.as_bytes()] {
             let body = prefix.finish(tail);
             let mut expected = head.concat();
             expected.extend_from_slice(tail);

@@ -118,8 +118,9 @@ pub struct Client {
     http: reqwest::Client,
     /// Base address with any trailing slash removed, so paths append cleanly.
     base: String,
-    /// `Bearer <token>`, marked sensitive so that no debug output of a request shows it.
-    authorization: HeaderValue,
+    /// `Bearer <token>`, marked sensitive so that no debug output of a request shows it; follows
+    /// the token file when there is one.
+    authorization: Arc<Authorization>,
     timeout: Duration,
     max_body_bytes: u64,
     telemetry: Arc<Telemetry>,
@@ -132,6 +133,8 @@ pub struct ClientOptions {
     pub base_url: Url,
     /// Bearer token.
     pub token: Secret,
+    /// The file the token was read from, re-read when it changes.
+    pub token_file: Option<std::path::PathBuf>,
     /// Timeout of one whole request.
     pub timeout: Duration,
     /// Largest body accepted.
@@ -145,11 +148,7 @@ impl Client {
         // reqwest is built without a default crypto provider (ring instead of aws-lc, lighter to
         // build); installing it twice is harmless.
         let _ = rustls::crypto::ring::default_provider().install_default();
-        let mut authorization =
-            HeaderValue::from_str(&format!("Bearer {}", options.token.expose())).map_err(|_| {
-                anyhow::anyhow!("api.token holds characters that cannot be sent in a header")
-            })?;
-        authorization.set_sensitive(true);
+        let authorization = Arc::new(Authorization::new(&options.token, options.token_file)?);
         let http = reqwest::Client::builder()
             .user_agent(concat!("reputation-exporter/", env!("CARGO_PKG_VERSION")))
             .timeout(options.timeout)
@@ -198,7 +197,7 @@ impl Client {
         let mut response = self
             .http
             .get(url)
-            .header(header::AUTHORIZATION, self.authorization.clone())
+            .header(header::AUTHORIZATION, self.authorization.current())
             .header(header::ACCEPT, "application/json")
             .send()
             .await
@@ -256,6 +255,86 @@ impl Client {
             source = cause.source();
         }
         FetchError::Connect(message)
+    }
+}
+
+/// The `Authorization` header, following the token file: a changed file (time, size or inode)
+/// is read again before the next request, so a rotated token needs no restart. A file that
+/// cannot be read or holds no valid token keeps the previous token, with a warning.
+#[derive(Debug)]
+struct Authorization {
+    file: Option<std::path::PathBuf>,
+    /// The header and the file's stamp when it was read. A std mutex: held for a `stat`, and
+    /// for a read only when the file changed; never across an `.await`.
+    current: std::sync::Mutex<(HeaderValue, Option<FileStamp>)>,
+}
+
+/// What tells that a file changed without reading it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct FileStamp {
+    modified: Option<SystemTime>,
+    len: u64,
+    inode: u64,
+}
+
+impl FileStamp {
+    fn of(path: &std::path::Path) -> Option<FileStamp> {
+        let meta = std::fs::metadata(path).ok()?;
+        #[cfg(unix)]
+        let inode = std::os::unix::fs::MetadataExt::ino(&meta);
+        #[cfg(not(unix))]
+        let inode = 0;
+        Some(FileStamp {
+            modified: meta.modified().ok(),
+            len: meta.len(),
+            inode,
+        })
+    }
+}
+
+fn bearer(token: &Secret) -> anyhow::Result<HeaderValue> {
+    let mut value = HeaderValue::from_str(&format!("Bearer {}", token.expose())).map_err(|_| {
+        anyhow::anyhow!("the API token holds characters that cannot be sent in a header")
+    })?;
+    value.set_sensitive(true);
+    Ok(value)
+}
+
+impl Authorization {
+    fn new(token: &Secret, file: Option<std::path::PathBuf>) -> anyhow::Result<Self> {
+        let stamp = file.as_deref().and_then(FileStamp::of);
+        Ok(Authorization {
+            file,
+            current: std::sync::Mutex::new((bearer(token)?, stamp)),
+        })
+    }
+
+    fn current(&self) -> HeaderValue {
+        let mut current = self.current.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(path) = &self.file {
+            let stamp = FileStamp::of(path);
+            if stamp.is_some() && stamp != current.1 {
+                let token = crate::config::read_token_file(path)
+                    .and_then(crate::config::check_token)
+                    .map_err(|e| e.to_string())
+                    .and_then(|token| bearer(&token).map_err(|e| e.to_string()));
+                match token {
+                    Ok(header) => {
+                        tracing::info!(file = %path.display(), "the token file changed: using the new token");
+                        *current = (header, stamp);
+                    }
+                    Err(error) => {
+                        tracing::warn!(
+                            file = %path.display(),
+                            error = %error,
+                            "the token file changed but cannot be used; keeping the previous token"
+                        );
+                        current.1 = stamp;
+                    }
+                }
+            }
+        }
+        current.0.clone()
     }
 }
 

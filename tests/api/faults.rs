@@ -480,3 +480,48 @@ async fn the_token_appears_in_no_log_line_error_or_metric() {
         );
     }
 }
+
+#[tokio::test]
+async fn a_rotated_token_file_is_picked_up_without_a_restart() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = std::env::temp_dir().join(format!("rexp-rotate-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("token");
+    let write = |token: &str| {
+        std::fs::write(&path, format!("{token}\n")).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+    };
+    write("first-rotating-token");
+    let upstream = SimulatedApi::new(3, 2);
+    upstream.set_token("first-rotating-token");
+    let file = path.to_str().unwrap().to_owned();
+    let app = spawn_app_with(Options {
+        upstream,
+        interval: "200ms",
+        configure: Box::new(move |s| {
+            s.api.token = None;
+            s.api.token_file = Some(file);
+        }),
+        ..Options::default()
+    })
+    .await;
+    app.metrics_when("the first poll", up).await;
+
+    // The token is rotated upstream: the old one is refused until the file has the new one.
+    app.upstream.set_token("second-rotating-token");
+    app.metrics_when("the rejection", |b| {
+        sample(b, "reputation_api_auth_ok") == Some(0.0)
+    })
+    .await;
+    write("second-rotating-token");
+    let body = app
+        .metrics_when("the new token to be used", |b| {
+            up(b) && sample(b, "reputation_api_auth_ok") == Some(1.0)
+        })
+        .await;
+    assert_eq!(value(&body, r#"reputation_assets{kind="ip"}"#), 3.0);
+    let log = logs();
+    assert!(log.contains("the token file changed: using the new token"));
+    assert!(!log.contains("first-rotating-token") && !log.contains("second-rotating-token"));
+    std::fs::remove_dir_all(dir).unwrap();
+}

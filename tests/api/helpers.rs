@@ -6,7 +6,7 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use reputation_exporter::config::{Secret, Settings};
+use reputation_exporter::config::{Secret, Settings, Source};
 use reputation_exporter::demo::{DEMO_TOKEN, SimulatedApi};
 use reputation_exporter::{Exporter, server};
 use tokio::net::TcpListener;
@@ -79,7 +79,13 @@ pub async fn spawn_app_with(options: Options) -> TestApp {
     let target = settings.api.base_url.clone().unwrap();
     let config = settings.validate(false).expect("valid test configuration");
 
-    let exporter = Exporter::new(&config, target.parse().unwrap(), Secret::new(options.token))
+    let (token, token_file) = match &config.api.source {
+        Source::Remote {
+            token, token_file, ..
+        } => (token.clone(), token_file.clone()),
+        Source::Demo => (Secret::new(DEMO_TOKEN), None),
+    };
+    let exporter = Exporter::new(&config, target.parse().unwrap(), token, token_file)
         .expect("exporter builds");
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();

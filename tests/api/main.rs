@@ -3,6 +3,7 @@
 mod deploy;
 mod exposition;
 mod faults;
+mod fuzz;
 mod health;
 mod helpers;
 mod metrics;

@@ -1,0 +1,84 @@
+//! The hot parts of a poll and a scrape, at 1k, 10k and 100k assets:
+//! decoding the list, building the snapshot (conversion and rendering of both formats),
+//! compressing the cached head, and the live part rendered per scrape.
+//! `serde_json::Value` parsing of the same bytes is the yardstick.
+
+use std::hint::black_box;
+use std::sync::Arc;
+
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use reputation_exporter::demo::ip_item;
+use reputation_exporter::exposition::Format;
+use reputation_exporter::exposition::gzip::GzipPrefix;
+use reputation_exporter::snapshot::{Asset, AssetSet, Kind, Snapshot};
+use reputation_exporter::telemetry::Telemetry;
+use reputation_exporter::upstream::dto;
+
+const SIZES: [usize; 3] = [1_000, 10_000, 100_000];
+
+fn list_body(n: usize) -> Vec<u8> {
+    serde_json::to_vec(&(0..n).map(|i| ip_item(i, 0)).collect::<Vec<_>>()).unwrap()
+}
+
+fn assets(body: &[u8]) -> AssetSet {
+    let list = dto::decode_list(body, "ip").unwrap();
+    let mut unrecognized = Vec::new();
+    AssetSet {
+        assets: list
+            .items
+            .into_iter()
+            .map(|item| Asset::from_item(Kind::Ip, item, &mut unrecognized))
+            .collect(),
+    }
+}
+
+fn pipeline(c: &mut Criterion) {
+    let mut group = c.benchmark_group("poll");
+    group.sample_size(10);
+    for n in SIZES {
+        let body = list_body(n);
+        group.throughput(Throughput::Bytes(body.len() as u64));
+        group.bench_with_input(BenchmarkId::new("serde_json_value", n), &body, |b, body| {
+            b.iter(|| serde_json::from_slice::<serde_json::Value>(black_box(body)).unwrap())
+        });
+        group.bench_with_input(BenchmarkId::new("decode_list", n), &body, |b, body| {
+            b.iter(|| dto::decode_list(black_box(body), "ip").unwrap())
+        });
+        group.bench_with_input(
+            BenchmarkId::new("decode_and_convert", n),
+            &body,
+            |b, body| b.iter(|| assets(black_box(body))),
+        );
+        let set = Arc::new(assets(&body));
+        group.bench_with_input(
+            BenchmarkId::new("render_both_formats", n),
+            &set,
+            |b, set| b.iter(|| Snapshot::build(Some(set.clone()), None, None, true)),
+        );
+        group.bench_with_input(BenchmarkId::new("whole_poll", n), &body, |b, body| {
+            b.iter(|| Snapshot::build(Some(Arc::new(assets(black_box(body)))), None, None, true))
+        });
+    }
+    group.finish();
+
+    let mut group = c.benchmark_group("scrape");
+    group.sample_size(10);
+    for n in SIZES {
+        let snapshot = Snapshot::build(Some(Arc::new(assets(&list_body(n)))), None, None, true);
+        let chunks = snapshot.body(Format::OpenMetrics).to_vec();
+        group.bench_with_input(BenchmarkId::new("gzip_head", n), &chunks, |b, chunks| {
+            b.iter(|| GzipPrefix::new(black_box(chunks)))
+        });
+    }
+    let telemetry = Telemetry::new(&reputation_exporter::upstream::Endpoint::POLLED);
+    let snapshot = Snapshot::default();
+    for format in Format::ALL {
+        group.bench_function(format!("live_part_{format:?}"), |b| {
+            b.iter(|| reputation_exporter::server::live(&snapshot, &telemetry, format))
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, pipeline);
+criterion_main!(benches);

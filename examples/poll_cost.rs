@@ -1,0 +1,46 @@
+//! What turning a fetched list into the served snapshot costs, against what `serde_json` alone
+//! takes to parse the same bytes into `serde_json::Value`:
+//! `cargo run --release --example poll_cost -- ASSETS [RUNS]`.
+//! Prints `assets value_parse_ms poll_ms ratio` (medians of RUNS runs).
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use reputation_exporter::demo::ip_item;
+use reputation_exporter::snapshot::{Asset, AssetSet, Kind, Snapshot};
+use reputation_exporter::upstream::dto;
+
+fn median_ms(runs: usize, mut f: impl FnMut()) -> f64 {
+    let mut times: Vec<f64> = (0..runs)
+        .map(|_| {
+            let started = Instant::now();
+            f();
+            started.elapsed().as_secs_f64() * 1000.0
+        })
+        .collect();
+    times.sort_by(f64::total_cmp);
+    times[runs / 2]
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let n: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(100_000);
+    let runs: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(7);
+    let body = serde_json::to_vec(&(0..n).map(|i| ip_item(i, 0)).collect::<Vec<_>>()).unwrap();
+
+    let value = median_ms(runs, || {
+        std::hint::black_box(serde_json::from_slice::<serde_json::Value>(&body).unwrap());
+    });
+    let poll = median_ms(runs, || {
+        let list = dto::decode_list(&body, "ip").unwrap();
+        let mut unrecognized = Vec::new();
+        let assets = list
+            .items
+            .into_iter()
+            .map(|item| Asset::from_item(Kind::Ip, item, &mut unrecognized))
+            .collect();
+        let snapshot = Snapshot::build(Some(Arc::new(AssetSet { assets })), None, None, true);
+        std::hint::black_box(snapshot);
+    });
+    println!("{n} {value:.1} {poll:.1} {:.2}", poll / value);
+}
