@@ -10,8 +10,8 @@
 #             after the list requests had returned (the exporter's own work)
 #   plain/gz  requests per second of the exporter, of nginx, and their ratio (wrk, 1 thread,
 #             4 connections), identity and gzip
-#   rss       resident memory after BENCH_POLLS polls, over the size of one uncompressed body,
-#             and its growth between poll 10 and the last poll
+#   rss       peak resident memory over the last 5 of BENCH_POLLS polls, over the size of one
+#             uncompressed body, and its growth from the peak over polls 5 to 10
 #   poll      time to turn a fetched list into the served snapshot, over serde_json's time to
 #             parse the same bytes into serde_json::Value (examples/poll_cost.rs)
 set -euo pipefail
@@ -154,11 +154,21 @@ NGINX
     url="http://127.0.0.1:$port/metrics"
     start_exporter "$sim" "$port" 2s
     wait_for 120 curl -sf "http://127.0.0.1:$port/-/ready"
-    polled() { [ "$(metric "$url" 'reputation_api_requests_total{endpoint="ip-list",code="200"}')" -ge "$1" ]; }
-    wait_for 300 polled 10
-    rss_10=$(rss_kib "$exporter_pid")
-    wait_for 600 polled "$polls"
-    rss_end=$(rss_kib "$exporter_pid")
+    polls_done() { metric "$url" 'reputation_api_requests_total{endpoint="ip-list",code="200"}'; }
+    # Highest RSS seen while the poll count goes from $1 to $2 (sampled every 0.2 s): the
+    # peaks, not whichever moment of a poll a single reading would catch.
+    peak_rss() {
+        local peak=0 rss
+        until [ "$(polls_done)" -ge "$1" ]; do sleep 0.2; done
+        until [ "$(polls_done)" -ge "$2" ]; do
+            rss=$(rss_kib "$exporter_pid")
+            [ "$rss" -le "$peak" ] || peak=$rss
+            sleep 0.2
+        done
+        echo "$peak"
+    }
+    rss_10=$(timeout 600 bash -c "$(declare -f metric polls_done rss_kib peak_rss); url='$url' exporter_pid=$exporter_pid peak_rss 5 10")
+    rss_end=$(timeout 900 bash -c "$(declare -f metric polls_done rss_kib peak_rss); url='$url' exporter_pid=$exporter_pid peak_rss $((polls - 5)) $polls")
     kill "$exporter_pid"
 
     poll_ratio=$(target/release/examples/poll_cost "$n" 5 | awk '{print $4}')
