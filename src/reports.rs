@@ -129,14 +129,8 @@ impl Report {
             .filter_map(|d| parse("senderscore_history.date", d))
             .reduce(f64::max);
 
-        let mut tags: Vec<String> = Vec::with_capacity(dto.tags.len());
-        for tag in dto.tags {
-            if !tag.is_empty() && !tags.contains(&tag) {
-                tags.push(tag);
-            }
-        }
         Report {
-            tags,
+            tags: crate::snapshot::distinct_non_empty(dto.tags),
             listings,
             senderscore_updated,
         }

@@ -151,17 +151,10 @@ impl Asset {
             other => (None, number("snds_reputation", other, out)),
         };
 
-        let mut hostnames: Vec<String> = Vec::with_capacity(item.hosts.len());
-        for host in item.hosts {
-            if !host.is_empty() && !hostnames.contains(&host) {
-                hostnames.push(host);
-            }
-        }
-
         Asset {
             kind,
             name,
-            hostnames,
+            hostnames: distinct_non_empty(item.hosts),
             senderscore: item.senderscore.filter(|s| *s >= 0.0),
             senderscore_previous: item.senderscore_prev.filter(|s| *s >= 0.0),
             senderscore_change,
@@ -194,6 +187,18 @@ fn report<T>(field: &'static str, value: &Loose, out: &mut Vec<Unrecognized>) ->
         value: describe(value),
     });
     None
+}
+
+/// The non-empty strings, each once, in their first order: label values that would otherwise
+/// give duplicate series.
+pub fn distinct_non_empty(values: Vec<String>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::with_capacity(values.len());
+    for value in values {
+        if !value.is_empty() && !out.contains(&value) {
+            out.push(value);
+        }
+    }
+    out
 }
 
 fn blocked_from_text(text: &str) -> Option<f64> {
