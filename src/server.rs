@@ -52,20 +52,117 @@ pub fn app(state: AppState) -> Router {
         .with_state(state)
 }
 
+/// Most connections served at once; more wait in the kernel's accept queue.
+pub const MAX_CONNECTIONS: usize = 512;
+
 /// Serves `app` on `listener` until `shutdown` completes, then lets open requests finish.
 pub async fn serve(
     listener: TcpListener,
     app: Router,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    serve_bounded(listener, app, shutdown, MAX_CONNECTIONS).await
+}
+
+/// [`serve`] with at most `max_connections` connections open at once.
+pub async fn serve_bounded(
+    listener: TcpListener,
+    app: Router,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+    max_connections: usize,
+) -> std::io::Result<()> {
     // A body goes out as a large cached chunk and a small live one; without TCP_NODELAY the
     // last segment waits for the client's delayed ACK (tens of milliseconds).
     let listener = listener.tap_io(|tcp| {
         let _ = tcp.set_nodelay(true);
     });
+    let listener = Bounded {
+        inner: listener,
+        permits: Arc::new(tokio::sync::Semaphore::new(max_connections)),
+    };
     axum::serve(listener, app)
         .with_graceful_shutdown(shutdown)
         .await
+}
+
+/// A listener that accepts a connection only while fewer than its permits are open.
+struct Bounded<L> {
+    inner: L,
+    permits: Arc<tokio::sync::Semaphore>,
+}
+
+impl<L: axum::serve::Listener> axum::serve::Listener for Bounded<L> {
+    type Io = Permitted<L::Io>;
+    type Addr = L::Addr;
+
+    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+        // The semaphore is never closed, so acquiring only waits.
+        let permit = self.permits.clone().acquire_owned().await.ok();
+        let (io, addr) = self.inner.accept().await;
+        (
+            Permitted {
+                io,
+                _permit: permit,
+            },
+            addr,
+        )
+    }
+
+    fn local_addr(&self) -> std::io::Result<Self::Addr> {
+        self.inner.local_addr()
+    }
+}
+
+/// A connection holding its permit until it closes.
+struct Permitted<T> {
+    io: T,
+    _permit: Option<tokio::sync::OwnedSemaphorePermit>,
+}
+
+impl<T: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for Permitted<T> {
+    fn poll_read(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.get_mut().io).poll_read(cx, buf)
+    }
+}
+
+impl<T: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for Permitted<T> {
+    fn poll_write(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        std::pin::Pin::new(&mut self.get_mut().io).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        std::pin::Pin::new(&mut self.get_mut().io).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+
+    fn poll_flush(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.get_mut().io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.get_mut().io).poll_shutdown(cx)
+    }
 }
 
 /// Completes on SIGINT (Ctrl-C) or SIGTERM.

@@ -57,3 +57,39 @@ async fn the_landing_page_lists_assets_worst_first_with_names_escaped() {
     let good = page.find("good.example").unwrap();
     assert!(bad < good, "worst first");
 }
+
+#[tokio::test]
+async fn connections_beyond_the_bound_wait_until_one_closes() {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let app = spawn_app_with(Options {
+        start_polling: false,
+        max_connections: 1,
+        ..Options::default()
+    })
+    .await;
+    // One keep-alive connection, served once, then left open.
+    let mut open = tokio::net::TcpStream::connect(app.address).await.unwrap();
+    open.write_all(b"GET /-/healthy HTTP/1.1\r\nHost: test\r\n\r\n")
+        .await
+        .unwrap();
+    let mut answer = Vec::new();
+    while !String::from_utf8_lossy(&answer).contains("Healthy.") {
+        let mut chunk = [0; 512];
+        let n = open.read(&mut chunk).await.unwrap();
+        assert!(n > 0, "the first connection was closed");
+        answer.extend_from_slice(&chunk[..n]);
+    }
+
+    let waiting =
+        tokio::time::timeout(std::time::Duration::from_millis(300), app.get("/-/healthy")).await;
+    assert!(
+        waiting.is_err(),
+        "a second connection was served beside the first"
+    );
+
+    drop(open);
+    let served = tokio::time::timeout(DEADLINE, app.get("/-/healthy"))
+        .await
+        .expect("served once the first connection closed");
+    assert_eq!(served.status(), 200);
+}

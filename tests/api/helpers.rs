@@ -33,6 +33,8 @@ pub struct Options {
     pub configure: Box<dyn FnOnce(&mut Settings) + Send>,
     /// The token the exporter sends.
     pub token: &'static str,
+    /// Most connections the exporter serves at once.
+    pub max_connections: usize,
 }
 
 impl Default for Options {
@@ -44,6 +46,7 @@ impl Default for Options {
             start_polling: true,
             configure: Box::new(|_| {}),
             token: DEMO_TOKEN,
+            max_connections: server::MAX_CONNECTIONS,
         }
     }
 }
@@ -91,9 +94,14 @@ pub async fn spawn_app_with(options: Options) -> TestApp {
     let address = listener.local_addr().unwrap();
     let (shutdown, stopped) = oneshot::channel::<()>();
     let app = server::app(exporter.state.clone());
-    tokio::spawn(server::serve(listener, app, async {
-        let _ = stopped.await;
-    }));
+    tokio::spawn(server::serve_bounded(
+        listener,
+        app,
+        async {
+            let _ = stopped.await;
+        },
+        options.max_connections,
+    ));
     let mut test_app = TestApp {
         address,
         upstream: options.upstream,
