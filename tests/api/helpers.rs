@@ -288,3 +288,15 @@ pub fn reference_parse(body: &str, format: &str) -> serde_json::Value {
 pub fn up(body: &str) -> bool {
     sample(body, "reputation_up") == Some(1.0)
 }
+
+/// The exporter binary, with none of the tests' own `REPUTATION_EXPORTER_*` variables: the
+/// environment of whoever runs the tests must not configure the exporter under test.
+pub fn exporter() -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_reputation-exporter"));
+    for (key, _) in std::env::vars() {
+        if key.starts_with("REPUTATION_EXPORTER_") {
+            command.env_remove(key);
+        }
+    }
+    command
+}

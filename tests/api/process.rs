@@ -4,17 +4,20 @@ use std::io::{BufRead as _, BufReader};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-const BINARY: &str = env!("CARGO_BIN_EXE_reputation-exporter");
+use crate::helpers::exporter;
 
-fn exporter() -> Command {
-    let mut command = Command::new(BINARY);
-    // The tests' own environment must not configure the exporter under test.
-    for (key, _) in std::env::vars() {
-        if key.starts_with("REPUTATION_EXPORTER_") {
-            command.env_remove(key);
-        }
-    }
-    command
+/// `--config.check` with these extra flags, against a valid base URL and token.
+fn config_check(flags: &[&str]) -> std::process::Output {
+    exporter()
+        .arg("--config.check")
+        .args(flags)
+        .env(
+            "REPUTATION_EXPORTER_API__BASE_URL",
+            "https://api.example.com",
+        )
+        .env("REPUTATION_EXPORTER_API__TOKEN", "s3cr3t")
+        .output()
+        .unwrap()
 }
 
 #[test]
@@ -118,27 +121,11 @@ fn once_exits_1_when_the_api_cannot_be_reached() {
 
 #[test]
 fn config_check_prints_ok_or_names_the_bad_key() {
-    let good = exporter()
-        .args(["--config.check"])
-        .env(
-            "REPUTATION_EXPORTER_API__BASE_URL",
-            "https://api.example.com",
-        )
-        .env("REPUTATION_EXPORTER_API__TOKEN", "s3cr3t")
-        .output()
-        .unwrap();
+    let good = config_check(&[]);
     assert_eq!(good.status.code(), Some(0));
     assert_eq!(String::from_utf8_lossy(&good.stdout), "ok\n");
 
-    let bad = exporter()
-        .args(["--config.check", "--web.listen-address", "nowhere"])
-        .env(
-            "REPUTATION_EXPORTER_API__BASE_URL",
-            "https://api.example.com",
-        )
-        .env("REPUTATION_EXPORTER_API__TOKEN", "s3cr3t")
-        .output()
-        .unwrap();
+    let bad = config_check(&["--web.listen-address", "nowhere"]);
     assert_eq!(bad.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&bad.stderr);
     assert!(stderr.contains("web.listen_address"), "{stderr}");

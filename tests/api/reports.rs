@@ -211,7 +211,7 @@ async fn three_shards_fetch_every_asset_exactly_once() {
     for shard in ["1/3", "2/3", "3/3"] {
         let base_url = base_url.clone();
         let output = tokio::task::spawn_blocking(move || {
-            std::process::Command::new(env!("CARGO_BIN_EXE_reputation-exporter"))
+            crate::helpers::exporter()
                 .arg("--once")
                 .env("REPUTATION_EXPORTER_API__BASE_URL", base_url)
                 .env("REPUTATION_EXPORTER_API__TOKEN", DEMO_TOKEN)
