@@ -10,6 +10,7 @@ use std::fmt;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Parser;
@@ -19,6 +20,7 @@ use figment::{Figment, Metadata, Profile, Provider};
 use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::upstream::retry::RetryPolicy;
+use crate::web_config::WebConfigFile;
 
 /// Prefix of the environment variables read as configuration.
 pub const ENV_PREFIX: &str = "REPUTATION_EXPORTER_";
@@ -39,6 +41,9 @@ pub struct Cli {
     /// Path under which the metrics are exposed [default: /metrics].
     #[arg(long = "web.telemetry-path", value_name = "PATH")]
     pub telemetry_path: Option<String>,
+    /// Web configuration file (exporter-toolkit format): TLS, mutual TLS, basic auth, headers.
+    #[arg(long = "web.config.file", value_name = "FILE")]
+    pub web_config_file: Option<String>,
     /// Log level: error, warn, info, debug or trace [default: info].
     #[arg(long = "log.level", value_name = "LEVEL")]
     pub log_level: Option<String>,
@@ -168,6 +173,9 @@ pub struct WebSettings {
     /// Path of the metrics endpoint.
     #[serde(deserialize_with = "string")]
     pub telemetry_path: Option<String>,
+    /// The exporter-toolkit web configuration file (TLS, basic auth, headers).
+    #[serde(deserialize_with = "string")]
+    pub config_file: Option<String>,
 }
 
 /// `[log]`: level and format of the log lines on stderr.
@@ -227,6 +235,7 @@ impl Default for WebSettings {
         WebSettings {
             listen_address: Some("0.0.0.0:9525".into()),
             telemetry_path: Some("/metrics".into()),
+            config_file: None,
         }
     }
 }
@@ -385,6 +394,8 @@ pub struct WebConfig {
     pub listen_address: SocketAddr,
     /// Path of the metrics endpoint, starting with `/`.
     pub telemetry_path: String,
+    /// TLS, basic auth and headers from `web.config_file`; open when there is none.
+    pub config_file: Arc<WebConfigFile>,
 }
 
 /// Logging settings.
@@ -403,6 +414,31 @@ pub enum LogFormat {
     Logfmt,
     /// One JSON object a line.
     Json,
+}
+
+/// What tells that a file changed without reading it: modification time, size and inode (a
+/// Kubernetes secret or an atomic rename swaps the inode).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileStamp {
+    modified: Option<std::time::SystemTime>,
+    len: u64,
+    inode: u64,
+}
+
+impl FileStamp {
+    /// The stamp of the file `path` names now (following links), if it can be read.
+    pub fn of(path: &Path) -> Option<FileStamp> {
+        let meta = std::fs::metadata(path).ok()?;
+        #[cfg(unix)]
+        let inode = std::os::unix::fs::MetadataExt::ino(&meta);
+        #[cfg(not(unix))]
+        let inode = 0;
+        Some(FileStamp {
+            modified: meta.modified().ok(),
+            len: meta.len(),
+            inode,
+        })
+    }
 }
 
 /// A string that must never be shown: its `Debug` and `Display` print `<redacted>`.
@@ -457,6 +493,7 @@ impl Settings {
         let flags = [
             ("web.listen_address", &cli.listen_address),
             ("web.telemetry_path", &cli.telemetry_path),
+            ("web.config_file", &cli.web_config_file),
             ("log.level", &cli.log_level),
             ("log.format", &cli.log_format),
         ];
@@ -505,6 +542,7 @@ impl Settings {
             web: WebConfig {
                 listen_address: listen_address(self.web.listen_address.as_deref())?,
                 telemetry_path: telemetry_path(self.web.telemetry_path)?,
+                config_file: web_config_file(self.web.config_file.as_deref())?,
             },
             log: LogConfig {
                 level: log_level(self.log.level.as_deref())?,
@@ -512,6 +550,14 @@ impl Settings {
             },
             warnings,
         })
+    }
+}
+
+fn web_config_file(value: Option<&str>) -> Result<Arc<WebConfigFile>, ConfigError> {
+    match value.map(str::trim).filter(|v| !v.is_empty()) {
+        None => Ok(WebConfigFile::none()),
+        Some(path) => WebConfigFile::load(Path::new(path))
+            .map_err(|e| invalid("web.config_file", format!("{path}: {e}"))),
     }
 }
 

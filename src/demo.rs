@@ -440,7 +440,7 @@ fn report_item(name: &str, seed: u64, tick: u64, now: i64) -> Value {
     let teams = ["team-transactional", "team-marketing", "team-corporate"];
     json!({
         "value": name,
-        "tags": [teams[(seed % 3) as usize], if seed % 2 == 0 { "pool-a" } else { "pool-b" }],
+        "tags": [teams[(seed % 3) as usize], if seed.is_multiple_of(2) { "pool-a" } else { "pool-b" }],
         "hostname": [format!("mta{seed}.mail.example.com")],
         "senderscore": score(seed, tick),
         "senderscore_prev": score(seed, tick.saturating_sub(3)),
@@ -507,7 +507,7 @@ fn score(seed: u64, tick: u64) -> i64 {
 /// Blacklistings of asset `seed` at `tick`: most are clean, a few get listed for a while.
 fn listings(seed: u64, tick: u64) -> i64 {
     let window = tick / 6;
-    if mix(seed, window, 3) % 5 == 0 {
+    if mix(seed, window, 3).is_multiple_of(5) {
         1 + (mix(seed, window, 4) % 3) as i64
     } else {
         0
@@ -570,7 +570,7 @@ pub fn ip_item(i: usize, tick: u64) -> Value {
     let mut fields = serde_json::Map::new();
     fields.insert("ip".into(), json!(ip_name(i)));
     let mut hosts = vec![format!("mta{i}.mail.example.com")];
-    if i % 4 == 0 {
+    if i.is_multiple_of(4) {
         hosts.push(format!("out{i}.example.net"));
     }
     fields.insert("hosts".into(), json!(hosts));

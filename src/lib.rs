@@ -11,6 +11,7 @@
 //! - [`exposition`]: OpenMetrics 1.0 and Prometheus text 0.0.4 writers.
 //! - [`telemetry`]: the exporter's own metrics, rendered live on each scrape.
 //! - [`server`]: `/metrics`, the landing page, health and readiness.
+//! - [`web_config`]: the exporter-toolkit web configuration file: TLS, basic auth, headers.
 //! - [`demo`]: the simulated API behind `--demo`, the tests and the benchmarks.
 //!
 //! The data is polled, not collected at scrape time: the upstream is a slow, rate-limited
@@ -31,6 +32,7 @@ pub mod snapshot;
 pub mod store;
 pub mod telemetry;
 pub mod upstream;
+pub mod web_config;
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -104,6 +106,7 @@ impl Exporter {
             snapshots: store.subscribe(),
             telemetry: telemetry.clone(),
             telemetry_path: config.web.telemetry_path.clone(),
+            web: config.web.config_file.clone(),
         };
         Ok(Exporter {
             poller,
@@ -171,13 +174,9 @@ pub async fn run(config: Config, once: bool) -> anyhow::Result<ExitCode> {
     );
     let poller = tokio::spawn(exporter.poller.run());
     let reports = exporter.reports.map(|r| tokio::spawn(r.run()));
-    server::serve(
-        listener,
-        server::app(exporter.state),
-        server::shutdown_signal(),
-    )
-    .await
-    .context("the HTTP server failed")?;
+    server::serve(listener, exporter.state, server::shutdown_signal())
+        .await
+        .context("the HTTP server failed")?;
     poller.abort();
     if let Some(reports) = reports {
         reports.abort();

@@ -266,30 +266,7 @@ struct Authorization {
     file: Option<std::path::PathBuf>,
     /// The header and the file's stamp when it was read. A std mutex: held for a `stat`, and
     /// for a read only when the file changed; never across an `.await`.
-    current: std::sync::Mutex<(HeaderValue, Option<FileStamp>)>,
-}
-
-/// What tells that a file changed without reading it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct FileStamp {
-    modified: Option<SystemTime>,
-    len: u64,
-    inode: u64,
-}
-
-impl FileStamp {
-    fn of(path: &std::path::Path) -> Option<FileStamp> {
-        let meta = std::fs::metadata(path).ok()?;
-        #[cfg(unix)]
-        let inode = std::os::unix::fs::MetadataExt::ino(&meta);
-        #[cfg(not(unix))]
-        let inode = 0;
-        Some(FileStamp {
-            modified: meta.modified().ok(),
-            len: meta.len(),
-            inode,
-        })
-    }
+    current: std::sync::Mutex<(HeaderValue, Option<crate::config::FileStamp>)>,
 }
 
 fn bearer(token: &Secret) -> anyhow::Result<HeaderValue> {
@@ -302,7 +279,7 @@ fn bearer(token: &Secret) -> anyhow::Result<HeaderValue> {
 
 impl Authorization {
     fn new(token: &Secret, file: Option<std::path::PathBuf>) -> anyhow::Result<Self> {
-        let stamp = file.as_deref().and_then(FileStamp::of);
+        let stamp = file.as_deref().and_then(crate::config::FileStamp::of);
         Ok(Authorization {
             file,
             current: std::sync::Mutex::new((bearer(token)?, stamp)),
@@ -312,7 +289,7 @@ impl Authorization {
     fn current(&self) -> HeaderValue {
         let mut current = self.current.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(path) = &self.file {
-            let stamp = FileStamp::of(path);
+            let stamp = crate::config::FileStamp::of(path);
             if stamp.is_some() && stamp != current.1 {
                 let token = crate::config::read_token_file(path)
                     .and_then(crate::config::check_token)

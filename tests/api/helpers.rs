@@ -93,10 +93,9 @@ pub async fn spawn_app_with(options: Options) -> TestApp {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
     let (shutdown, stopped) = oneshot::channel::<()>();
-    let app = server::app(exporter.state.clone());
     tokio::spawn(server::serve_bounded(
         listener,
-        app,
+        exporter.state.clone(),
         async {
             let _ = stopped.await;
         },

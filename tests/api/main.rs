@@ -9,3 +9,4 @@ mod helpers;
 mod metrics;
 mod process;
 mod reports;
+mod web;

@@ -1,5 +1,7 @@
 //! The exporter's HTTP interface: metrics, landing page, health and readiness.
 
+mod listener;
+
 use std::collections::VecDeque;
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -7,11 +9,11 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::body::Body;
-use axum::extract::State;
+use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
+use axum::middleware::Next;
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
-use axum::serve::ListenerExt as _;
 use bytes::Bytes;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
@@ -20,6 +22,8 @@ use tower_http::timeout::TimeoutLayer;
 use crate::exposition::{Format, Writer};
 use crate::snapshot::{Asset, Snapshot};
 use crate::telemetry::{Telemetry, unix_now};
+use crate::web_config::WebConfigFile;
+use listener::{TlsListener, bounded};
 
 /// Longest time a request may take; keeps shutdown from hanging on a stuck client.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
@@ -36,6 +40,8 @@ pub struct AppState {
     pub telemetry: Arc<Telemetry>,
     /// Path of the metrics endpoint.
     pub telemetry_path: String,
+    /// TLS, basic auth and extra headers (`--web.config.file`).
+    pub web: Arc<WebConfigFile>,
 }
 
 /// The router, separate from any socket so tests can drive it directly.
@@ -49,120 +55,102 @@ pub fn app(state: AppState) -> Router {
             StatusCode::REQUEST_TIMEOUT,
             REQUEST_TIMEOUT,
         ))
+        .layer(axum::middleware::from_fn_with_state(
+            state.web.clone(),
+            guard,
+        ))
         .with_state(state)
+}
+
+/// Basic auth and the extra response headers of the web configuration file, on every path.
+async fn guard(State(web): State<Arc<WebConfigFile>>, request: Request, next: Next) -> Response {
+    let access = web.current();
+    let allowed = !access.requires_auth() || {
+        match basic_credentials(request.headers()) {
+            Some((user, password)) => web.verify(&access, user, password).await,
+            None => false,
+        }
+    };
+    let mut response = if allowed {
+        next.run(request).await
+    } else {
+        (
+            StatusCode::UNAUTHORIZED,
+            [(header::WWW_AUTHENTICATE, "Basic")],
+            "Unauthorized\n",
+        )
+            .into_response()
+    };
+    for (name, value) in &access.headers {
+        response.headers_mut().insert(name.clone(), value.clone());
+    }
+    response
+}
+
+/// User and password of an `Authorization: Basic` header.
+fn basic_credentials(headers: &HeaderMap) -> Option<(String, Vec<u8>)> {
+    use base64::Engine as _;
+    let value = headers.get(header::AUTHORIZATION)?.as_bytes();
+    let (scheme, encoded) = value.split_at_checked(6)?;
+    if !scheme.eq_ignore_ascii_case(b"basic ") {
+        return None;
+    }
+    let decoded = base64::engine::general_purpose::STANDARD
+        .decode(encoded.trim_ascii())
+        .ok()?;
+    let colon = decoded.iter().position(|&b| b == b':')?;
+    let user = String::from_utf8(decoded[..colon].to_vec()).ok()?;
+    Some((user, decoded[colon + 1..].to_vec()))
 }
 
 /// Most connections served at once; more wait in the kernel's accept queue.
 pub const MAX_CONNECTIONS: usize = 512;
 
-/// Serves `app` on `listener` until `shutdown` completes, then lets open requests finish.
+/// Serves the exporter on `listener` until `shutdown` completes, then lets open requests
+/// finish. TLS when the web configuration file turns it on.
 pub async fn serve(
     listener: TcpListener,
-    app: Router,
+    state: AppState,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    serve_bounded(listener, app, shutdown, MAX_CONNECTIONS).await
+    serve_bounded(listener, state, shutdown, MAX_CONNECTIONS).await
 }
 
 /// [`serve`] with at most `max_connections` connections open at once.
 pub async fn serve_bounded(
     listener: TcpListener,
-    app: Router,
+    state: AppState,
     shutdown: impl Future<Output = ()> + Send + 'static,
     max_connections: usize,
 ) -> std::io::Result<()> {
-    // A body goes out as a large cached chunk and a small live one; without TCP_NODELAY the
-    // last segment waits for the client's delayed ACK (tens of milliseconds).
-    let listener = listener.tap_io(|tcp| {
-        let _ = tcp.set_nodelay(true);
+    let web = state.web.clone();
+    let app = app(state);
+    // Requests and handshakes look for changes too; this reloads (and reports a bad change)
+    // when no client comes.
+    let watch = web.path().is_some().then(|| {
+        let web = web.clone();
+        tokio::spawn(async move {
+            let mut ticks = tokio::time::interval(crate::web_config::RECHECK);
+            loop {
+                ticks.tick().await;
+                web.current();
+            }
+        })
     });
-    let listener = Bounded {
-        inner: listener,
-        permits: Arc::new(tokio::sync::Semaphore::new(max_connections)),
+    let served = if web.current().tls.is_some() {
+        let listener = TlsListener::spawn(listener, web, max_connections)?;
+        axum::serve(listener, app)
+            .with_graceful_shutdown(shutdown)
+            .await
+    } else {
+        axum::serve(bounded(listener, max_connections), app)
+            .with_graceful_shutdown(shutdown)
+            .await
     };
-    axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown)
-        .await
-}
-
-/// A listener that accepts a connection only while fewer than its permits are open.
-struct Bounded<L> {
-    inner: L,
-    permits: Arc<tokio::sync::Semaphore>,
-}
-
-impl<L: axum::serve::Listener> axum::serve::Listener for Bounded<L> {
-    type Io = Permitted<L::Io>;
-    type Addr = L::Addr;
-
-    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
-        // The semaphore is never closed, so acquiring only waits.
-        let permit = self.permits.clone().acquire_owned().await.ok();
-        let (io, addr) = self.inner.accept().await;
-        (
-            Permitted {
-                io,
-                _permit: permit,
-            },
-            addr,
-        )
+    if let Some(watch) = watch {
+        watch.abort();
     }
-
-    fn local_addr(&self) -> std::io::Result<Self::Addr> {
-        self.inner.local_addr()
-    }
-}
-
-/// A connection holding its permit until it closes.
-struct Permitted<T> {
-    io: T,
-    _permit: Option<tokio::sync::OwnedSemaphorePermit>,
-}
-
-impl<T: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for Permitted<T> {
-    fn poll_read(
-        self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-        buf: &mut tokio::io::ReadBuf<'_>,
-    ) -> std::task::Poll<std::io::Result<()>> {
-        std::pin::Pin::new(&mut self.get_mut().io).poll_read(cx, buf)
-    }
-}
-
-impl<T: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for Permitted<T> {
-    fn poll_write(
-        self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-        buf: &[u8],
-    ) -> std::task::Poll<std::io::Result<usize>> {
-        std::pin::Pin::new(&mut self.get_mut().io).poll_write(cx, buf)
-    }
-
-    fn poll_write_vectored(
-        self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-        bufs: &[std::io::IoSlice<'_>],
-    ) -> std::task::Poll<std::io::Result<usize>> {
-        std::pin::Pin::new(&mut self.get_mut().io).poll_write_vectored(cx, bufs)
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        self.io.is_write_vectored()
-    }
-
-    fn poll_flush(
-        self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<std::io::Result<()>> {
-        std::pin::Pin::new(&mut self.get_mut().io).poll_flush(cx)
-    }
-
-    fn poll_shutdown(
-        self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<std::io::Result<()>> {
-        std::pin::Pin::new(&mut self.get_mut().io).poll_shutdown(cx)
-    }
+    served
 }
 
 /// Completes on SIGINT (Ctrl-C) or SIGTERM.
@@ -404,6 +392,29 @@ mod tests {
         assert!(!accepts_gzip(Some("gzip;q=0")));
         assert!(!accepts_gzip(Some("identity")));
         assert!(!accepts_gzip(None));
+    }
+
+    #[test]
+    fn basic_credentials_are_read_from_the_authorization_header() {
+        let with = |value: &str| {
+            let mut headers = HeaderMap::new();
+            headers.insert(header::AUTHORIZATION, value.parse().unwrap());
+            basic_credentials(&headers)
+        };
+        // "prom:pa:ss" -- the password may hold a colon.
+        assert_eq!(
+            with("Basic cHJvbTpwYTpzcw=="),
+            Some(("prom".to_owned(), b"pa:ss".to_vec()))
+        );
+        assert_eq!(
+            with("basic cHJvbTpwYTpzcw=="),
+            Some(("prom".to_owned(), b"pa:ss".to_vec()))
+        );
+        assert_eq!(with("Bearer cHJvbTpwYTpzcw=="), None);
+        assert_eq!(with("Basic !!!"), None);
+        // "nocolon"
+        assert_eq!(with("Basic bm9jb2xvbg=="), None);
+        assert_eq!(basic_credentials(&HeaderMap::new()), None);
     }
 
     #[test]

@@ -1,0 +1,393 @@
+//! The web configuration file: TLS, mutual TLS, basic auth, headers, and reloading on change.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use rcgen::{
+    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
+    KeyUsagePurpose,
+};
+use rustls_pki_types::pem::PemObject as _;
+use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+
+use crate::helpers::{DEADLINE, Options, TestApp, logs, spawn_app_with, up};
+
+/// A certificate authority made for one test.
+struct TestCa {
+    issuer: Issuer<'static, KeyPair>,
+    pem: String,
+}
+
+/// A certificate and its private key, in PEM.
+struct Issued {
+    cert: String,
+    key: String,
+}
+
+impl TestCa {
+    fn new(name: &str) -> TestCa {
+        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        params.distinguished_name.push(DnType::CommonName, name);
+        params.key_usages = vec![
+            KeyUsagePurpose::KeyCertSign,
+            KeyUsagePurpose::CrlSign,
+            KeyUsagePurpose::DigitalSignature,
+        ];
+        let key = KeyPair::generate().unwrap();
+        let pem = params.self_signed(&key).unwrap().pem();
+        TestCa {
+            issuer: Issuer::new(params, key),
+            pem,
+        }
+    }
+
+    /// A server certificate for 127.0.0.1 and localhost.
+    fn server(&self) -> Issued {
+        self.issue(
+            &["127.0.0.1", "localhost"],
+            ExtendedKeyUsagePurpose::ServerAuth,
+        )
+    }
+
+    /// A client certificate, as Prometheus would present.
+    fn client(&self) -> Issued {
+        self.issue(&["prometheus"], ExtendedKeyUsagePurpose::ClientAuth)
+    }
+
+    fn issue(&self, names: &[&str], usage: ExtendedKeyUsagePurpose) -> Issued {
+        let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+        let mut params = CertificateParams::new(names).unwrap();
+        params.extended_key_usages = vec![usage];
+        let key = KeyPair::generate().unwrap();
+        let cert = params.signed_by(&key, &self.issuer).unwrap();
+        Issued {
+            cert: cert.pem(),
+            key: key.serialize_pem(),
+        }
+    }
+}
+
+/// A directory of its own for one test's files, removed at the end.
+struct Dir(PathBuf);
+
+impl Dir {
+    fn new(test: &str) -> Dir {
+        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("web-{test}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        Dir(dir)
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+
+    /// Writes `name` atomically (a new file renamed over the old), as secret mounts do.
+    fn write(&self, name: &str, content: &str) -> PathBuf {
+        let path = self.path(name);
+        let temporary = self.path(&format!(".{name}.new"));
+        std::fs::write(&temporary, content).unwrap();
+        std::fs::rename(&temporary, &path).unwrap();
+        path
+    }
+
+    /// Writes the server's certificate and key, and `config` as `web.yml`.
+    fn serve(&self, server: &Issued, config: &str) -> PathBuf {
+        self.write("server.crt", &server.cert);
+        self.write("server.key", &server.key);
+        self.write("web.yml", config)
+    }
+}
+
+impl Drop for Dir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+const TLS: &str = "tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n";
+
+async fn spawn_with_web_config(file: &Path) -> TestApp {
+    let file = file.to_str().unwrap().to_owned();
+    spawn_app_with(Options {
+        configure: Box::new(move |settings| settings.web.config_file = Some(file)),
+        ..Options::default()
+    })
+    .await
+}
+
+/// An HTTPS client trusting `ca` only, presenting `identity` when given. It keeps no idle
+/// connections, so every request makes a new handshake.
+fn https_client(ca: &TestCa, identity: Option<&Issued>) -> reqwest::Client {
+    let mut roots = rustls::RootCertStore::empty();
+    roots
+        .add(CertificateDer::from_pem_slice(ca.pem.as_bytes()).unwrap())
+        .unwrap();
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots);
+    let config = match identity {
+        Some(issued) => builder
+            .with_client_auth_cert(
+                vec![CertificateDer::from_pem_slice(issued.cert.as_bytes()).unwrap()],
+                PrivateKeyDer::from_pem_slice(issued.key.as_bytes()).unwrap(),
+            )
+            .unwrap(),
+        None => builder.with_no_client_auth(),
+    };
+    reqwest::Client::builder()
+        .tls_backend_preconfigured(config)
+        .pool_max_idle_per_host(0)
+        .timeout(Duration::from_secs(10))
+        .build()
+        .unwrap()
+}
+
+fn https(app: &TestApp, path: &str) -> String {
+    format!("https://127.0.0.1:{}{path}", app.address.port())
+}
+
+/// Polls `attempt` until it returns true; panics after [`DEADLINE`].
+async fn eventually<F: Future<Output = bool>>(what: &str, attempt: impl Fn() -> F) {
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    while !attempt().await {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test]
+async fn metrics_are_served_over_tls_with_a_certificate_from_the_configured_files() {
+    let dir = Dir::new("tls");
+    let ca = TestCa::new("test CA");
+    let app = spawn_with_web_config(&dir.serve(&ca.server(), TLS)).await;
+    let client = https_client(&ca, None);
+
+    eventually("an HTTPS scrape showing a successful poll", || async {
+        match client.get(https(&app, "/metrics")).send().await {
+            Ok(response) => up(&response.text().await.unwrap_or_default()),
+            Err(_) => false,
+        }
+    })
+    .await;
+    let response = client.get(https(&app, "/metrics")).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.version(), reqwest::Version::HTTP_11);
+
+    // Plain HTTP on the TLS port gets no metrics.
+    let plain = reqwest::Client::new().get(app.url("/metrics")).send().await;
+    assert!(
+        plain.is_err() || plain.unwrap().status() == 400,
+        "plain HTTP must not be answered with metrics on a TLS port"
+    );
+    // A client that does not trust the exporter's CA refuses the handshake.
+    let stranger = https_client(&TestCa::new("another CA"), None);
+    assert!(stranger.get(https(&app, "/metrics")).send().await.is_err());
+}
+
+#[tokio::test]
+async fn mutual_tls_refuses_a_client_without_a_certificate_from_the_client_ca() {
+    let dir = Dir::new("mtls");
+    let ca = TestCa::new("server CA");
+    let clients = TestCa::new("client CA");
+    dir.write("clients.crt", &clients.pem);
+    let config = format!(
+        "{TLS}  client_auth_type: RequireAndVerifyClientCert\n  client_ca_file: clients.crt\n"
+    );
+    let app = spawn_with_web_config(&dir.serve(&ca.server(), &config)).await;
+
+    let trusted = https_client(&ca, Some(&clients.client()));
+    let response = trusted.get(https(&app, "/-/healthy")).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.text().await.unwrap(), "Healthy.\n");
+
+    let anonymous = https_client(&ca, None);
+    let refused = anonymous.get(https(&app, "/-/healthy")).send().await;
+    assert!(
+        refused.is_err(),
+        "a client without a certificate got {refused:?}"
+    );
+
+    let outsider = https_client(&ca, Some(&TestCa::new("unknown CA").client()));
+    let refused = outsider.get(https(&app, "/-/healthy")).send().await;
+    assert!(
+        refused.is_err(),
+        "a certificate from another CA got {refused:?}"
+    );
+}
+
+#[tokio::test]
+async fn basic_auth_answers_401_without_valid_credentials_and_200_with_them() {
+    let dir = Dir::new("basic-auth");
+    let hash = bcrypt::hash("s3cret-Pa55", 4).unwrap();
+    let config = format!(
+        "basic_auth_users:\n  prometheus: {hash}\nhttp_server_config:\n  headers:\n    \
+         X-Frame-Options: deny\n"
+    );
+    let app = spawn_with_web_config(&dir.write("web.yml", &config)).await;
+    let http = reqwest::Client::new();
+
+    let anonymous = http.get(app.url("/metrics")).send().await.unwrap();
+    assert_eq!(anonymous.status(), 401);
+    assert_eq!(anonymous.headers()["www-authenticate"], "Basic");
+    assert_eq!(anonymous.headers()["x-frame-options"], "deny");
+
+    for (user, password) in [("prometheus", "wrong"), ("nobody", "s3cret-Pa55")] {
+        let refused = http
+            .get(app.url("/metrics"))
+            .basic_auth(user, Some(password))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(refused.status(), 401, "{user}:{password} was let in");
+    }
+
+    // Twice: the second answer comes from the verified-credentials cache.
+    for _ in 0..2 {
+        let allowed = http
+            .get(app.url("/metrics"))
+            .basic_auth("prometheus", Some("s3cret-Pa55"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(allowed.status(), 200);
+        assert_eq!(allowed.headers()["x-frame-options"], "deny");
+        assert!(
+            allowed
+                .text()
+                .await
+                .unwrap()
+                .contains("# TYPE reputation_up gauge")
+        );
+    }
+    // Every path is protected, not only the metrics.
+    let landing = http.get(app.url("/")).send().await.unwrap();
+    assert_eq!(landing.status(), 401);
+
+    assert!(
+        !logs().contains("s3cret-Pa55"),
+        "a password reached the logs"
+    );
+}
+
+#[tokio::test]
+async fn a_rotated_certificate_serves_the_next_connection_without_a_restart() {
+    let dir = Dir::new("rotation");
+    let old_ca = TestCa::new("old CA");
+    let app = spawn_with_web_config(&dir.serve(&old_ca.server(), TLS)).await;
+    let trusts_old = https_client(&old_ca, None);
+    let response = trusts_old
+        .get(https(&app, "/-/healthy"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+
+    let new_ca = TestCa::new("new CA");
+    let renewed = new_ca.server();
+    dir.write("server.crt", &renewed.cert);
+    dir.write("server.key", &renewed.key);
+
+    let trusts_new = https_client(&new_ca, None);
+    eventually("a handshake with the renewed certificate", || async {
+        trusts_new
+            .get(https(&app, "/-/healthy"))
+            .send()
+            .await
+            .is_ok_and(|r| r.status() == 200)
+    })
+    .await;
+    assert!(
+        trusts_old
+            .get(https(&app, "/-/healthy"))
+            .send()
+            .await
+            .is_err(),
+        "the old certificate is still served"
+    );
+    assert!(logs().contains("web configuration file reloaded"));
+}
+
+#[tokio::test]
+async fn an_invalid_change_keeps_the_last_good_configuration_and_says_why() {
+    let dir = Dir::new("invalid-change");
+    let first = bcrypt::hash("first-password", 4).unwrap();
+    let file = dir.write("web.yml", &format!("basic_auth_users:\n  prom: {first}\n"));
+    let app = spawn_with_web_config(&file).await;
+    let http = reqwest::Client::new();
+    let status = |password: &'static str| {
+        let request = http
+            .get(app.url("/-/healthy"))
+            .basic_auth("prom", Some(password));
+        async move { request.send().await.unwrap().status().as_u16() }
+    };
+    assert_eq!(status("first-password").await, 200);
+
+    let second = bcrypt::hash("second-password", 4).unwrap();
+    dir.write("web.yml", &format!("basic_auth_users:\n  prom: {second}\n"));
+    eventually("the second password to be accepted", || async {
+        status("second-password").await == 200
+    })
+    .await;
+    assert_eq!(status("first-password").await, 401);
+
+    dir.write("web.yml", "basic_auth_users:\n  prom: not-a-bcrypt-hash\n");
+    eventually("the invalid change to be reported", || async {
+        logs().contains("basic_auth_users.prom: not a bcrypt hash")
+    })
+    .await;
+    assert!(logs().contains("keeping the last good configuration"));
+    assert_eq!(status("second-password").await, 200);
+    assert_eq!(status("first-password").await, 401);
+}
+
+#[test]
+fn an_invalid_web_config_file_stops_the_start_with_its_key_named() {
+    let dir = Dir::new("config-check");
+    let file = dir.write(
+        "web.yml",
+        "tls_server_config:\n  cert_file: missing.crt\n  key_file: missing.key\n",
+    );
+    let output = crate::helpers::exporter()
+        .args(["--demo", "--config.check", "--web.config.file"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "accepted: {stdout}{stderr}");
+    let said = format!("{stdout}{stderr}");
+    assert!(
+        said.contains("web.config_file") && said.contains("tls_server_config.cert_file"),
+        "{said}"
+    );
+    assert!(said.contains("missing.crt"), "{said}");
+}
+
+#[test]
+fn the_example_web_config_file_is_valid() {
+    let dir = Dir::new("example");
+    let example = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/config/web-config.yml"
+    ))
+    .unwrap();
+    let file = dir.serve(&TestCa::new("example CA").server(), &example);
+    let web = reputation_exporter::web_config::WebConfigFile::load(&file).unwrap();
+    let access = web.current();
+    assert!(access.tls.is_some());
+    assert!(!access.requires_auth());
+    let names: Vec<_> = access.headers.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(
+        names,
+        ["strict-transport-security", "x-content-type-options"]
+    );
+}
