@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # End-to-end: the exporter in --demo mode scraped by a real Prometheus with the shipped
 # scrape configuration (interval shortened) and rules (`for:` shortened), checked through
-# Prometheus' HTTP API. Everything listens on 127.0.0.1 and is stopped on exit.
+# Prometheus' HTTP API; and a second exporter behind mutual TLS and basic auth (certificates
+# made here with openssl), scraped the way the README's Security section says. Everything
+# listens on 127.0.0.1 and is stopped on exit.
 #
 # Usage: tests/e2e/prometheus.sh [path/to/reputation-exporter]
 set -euo pipefail
@@ -20,6 +22,7 @@ trap cleanup EXIT
 fail() {
     echo "e2e: FAILED: $*" >&2
     echo "--- exporter log" >&2; tail -n 20 "$work/exporter.log" >&2 || true
+    echo "--- TLS exporter log" >&2; tail -n 20 "$work/exporter-tls.log" >&2 || true
     echo "--- prometheus log" >&2; tail -n 20 "$work/prometheus.log" >&2 || true
     exit 1
 }
@@ -46,6 +49,49 @@ pids+=($!)
 wait_for 20 curl -sf -o /dev/null "http://127.0.0.1:$exporter_port/-/ready" ||
     fail "the exporter never became ready"
 
+# The second exporter: TLS with a CA made for this run, client certificates required, and a
+# bcrypt-hashed password (of "e2e-scrape-password", cost 6).
+tls=$work/tls
+mkdir "$tls"
+make_cert() { # file-name common-name extensions
+    openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj "/CN=$2" \
+        -keyout "$tls/$1.key" -out "$tls/$1.csr" 2>/dev/null
+    openssl x509 -req -in "$tls/$1.csr" -CA "$tls/ca.crt" -CAkey "$tls/ca.key" \
+        -CAcreateserial -days 1 -extfile <(printf '%s\n' "$3") -out "$tls/$1.crt" 2>/dev/null
+}
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 \
+    -subj "/CN=e2e CA" -keyout "$tls/ca.key" -out "$tls/ca.crt" 2>/dev/null
+make_cert server 127.0.0.1 $'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth'
+make_cert client prometheus 'extendedKeyUsage=clientAuth'
+printf '%s' e2e-scrape-password >"$tls/password"
+hash='$2b$06$lITZqjBJ4CutfHzmROCODu2bqRICDUgXLIxrissuQNSfa8GatIOGi'
+cat >"$tls/web.yml" <<EOF
+tls_server_config:
+  cert_file: server.crt
+  key_file: server.key
+  client_auth_type: RequireAndVerifyClientCert
+  client_ca_file: ca.crt
+basic_auth_users:
+  prometheus: '$hash'
+EOF
+tls_port=$(free_port)
+"$exporter_bin" --demo --web.listen-address "127.0.0.1:$tls_port" \
+    --web.config.file "$tls/web.yml" >"$work/exporter-tls.log" 2>&1 &
+pids+=($!)
+tls_curl() {
+    curl -s --cacert "$tls/ca.crt" "$@"
+}
+wait_for 20 tls_curl -f -o /dev/null --cert "$tls/client.crt" --key "$tls/client.key" \
+    -u prometheus:e2e-scrape-password "https://127.0.0.1:$tls_port/-/ready" ||
+    fail "the TLS exporter never became ready"
+if tls_curl -o /dev/null -u prometheus:e2e-scrape-password "https://127.0.0.1:$tls_port/metrics"; then
+    fail "the TLS exporter answered a client without a certificate"
+fi
+status=$(tls_curl -o /dev/null -w '%{http_code}' --cert "$tls/client.crt" --key "$tls/client.key" \
+    "https://127.0.0.1:$tls_port/metrics")
+[ "$status" = 401 ] || fail "a scrape without the password got $status, not 401"
+echo "e2e: TLS exporter refuses clients without a certificate (handshake) or a password (401)"
+
 # The shipped files, with the target, the intervals and the `for:` durations shortened.
 sed -e "s/scrape_interval: .*/scrape_interval: 2s/" \
     -e "s/scrape_timeout: .*/scrape_timeout: 1s/" \
@@ -59,6 +105,21 @@ cp deploy/prometheus/rules.yml "$work/rules.yml"
     echo "  evaluation_interval: 2s"
     echo "rule_files: [alerts.yml, rules.yml]"
     cat "$work/scrape.yml"
+    cat <<EOF
+  - job_name: reputation-tls
+    scrape_interval: 2s
+    scrape_timeout: 1s
+    scheme: https
+    tls_config:
+      ca_file: $tls/ca.crt
+      cert_file: $tls/client.crt
+      key_file: $tls/client.key
+    basic_auth:
+      username: prometheus
+      password_file: $tls/password
+    static_configs:
+      - targets: ["127.0.0.1:$tls_port"]
+EOF
 } >"$work/prometheus.yml"
 promtool check config "$work/prometheus.yml" >/dev/null || fail "promtool check config"
 
@@ -90,8 +151,10 @@ import json, sys
 targets = json.load(sys.stdin)["data"]["activeTargets"]
 sys.exit(0 if targets and all(t["health"] == "up" for t in targets) else 1)'
 }
-wait_for 30 target_up || fail "the target is not up: $(curl -s "$api/targets")"
-echo "e2e: target up"
+wait_for 30 target_up || fail "a target is not up: $(curl -s "$api/targets")"
+wait_for 20 has_series 'reputation_up{job="reputation-tls"} == 1' 1 ||
+    fail "no reputation_up from the TLS exporter"
+echo "e2e: both targets up, the TLS one scraped over mutual TLS with basic auth"
 
 # The scraped scores are the exporter's: compare one asset's value with /metrics (the demo
 # moves every few seconds, so retry until both agree).
@@ -99,13 +162,13 @@ same_score() {
     local served stored
     served=$(curl -sf "http://127.0.0.1:$exporter_port/metrics" |
         awk '/^reputation_senderscore\{kind="ip",asset="192.0.2.1"\}/ {print $2}')
-    stored=$(query 'reputation_senderscore{kind="ip",asset="192.0.2.1"}' |
+    stored=$(query 'reputation_senderscore{job="reputation",kind="ip",asset="192.0.2.1"}' |
         python3 -c 'import json,sys; r=json.load(sys.stdin); print(r[0]["value"][1] if r else "")')
     [ -n "$served" ] && [ "$served" = "$stored" ]
 }
 wait_for 30 same_score || fail "reputation_senderscore in Prometheus differs from /metrics"
 served_series=$(curl -sf "http://127.0.0.1:$exporter_port/metrics" | grep -c '^reputation_senderscore{')
-wait_for 20 has_series 'reputation_senderscore' "$served_series" ||
+wait_for 20 has_series 'reputation_senderscore{job="reputation"}' "$served_series" ||
     fail "Prometheus has fewer reputation_senderscore series than the exporter serves ($served_series)"
 echo "e2e: $served_series reputation_senderscore series, values as served"
 
