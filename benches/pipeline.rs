@@ -10,7 +10,7 @@ use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_m
 use reputation_exporter::demo::ip_item;
 use reputation_exporter::exposition::Format;
 use reputation_exporter::exposition::gzip::GzipPrefix;
-use reputation_exporter::snapshot::{Asset, AssetSet, Kind, Snapshot};
+use reputation_exporter::snapshot::{AssetSet, Kind, ListPart, Snapshot};
 use reputation_exporter::telemetry::Telemetry;
 use reputation_exporter::upstream::dto;
 
@@ -21,15 +21,11 @@ fn list_body(n: usize) -> Vec<u8> {
 }
 
 fn assets(body: &[u8]) -> AssetSet {
-    let list = dto::decode_list(body, "ip").unwrap();
-    let mut unrecognized = Vec::new();
-    AssetSet {
-        assets: list
-            .items
-            .into_iter()
-            .map(|item| Asset::from_item(Kind::Ip, item, &mut unrecognized))
-            .collect(),
-    }
+    AssetSet::decode(body, Kind::Ip).unwrap().set
+}
+
+fn list(body: &[u8]) -> Arc<ListPart> {
+    Arc::new(ListPart::new(Kind::Ip, assets(body)))
 }
 
 fn pipeline(c: &mut Criterion) {
@@ -49,14 +45,19 @@ fn pipeline(c: &mut Criterion) {
             &body,
             |b, body| b.iter(|| assets(black_box(body))),
         );
-        let set = Arc::new(assets(&body));
+        let set = assets(&body);
         group.bench_with_input(
             BenchmarkId::new("render_both_formats", n),
             &set,
-            |b, set| b.iter(|| Snapshot::build(Some(set.clone()), None, None, true)),
+            |b, set| {
+                b.iter(|| {
+                    let list = ListPart::new(Kind::Ip, set.clone());
+                    Snapshot::build(Some(Arc::new(list)), None, None, true)
+                })
+            },
         );
         group.bench_with_input(BenchmarkId::new("whole_poll", n), &body, |b, body| {
-            b.iter(|| Snapshot::build(Some(Arc::new(assets(black_box(body)))), None, None, true))
+            b.iter(|| Snapshot::build(Some(list(black_box(body))), None, None, true))
         });
     }
     group.finish();
@@ -64,7 +65,7 @@ fn pipeline(c: &mut Criterion) {
     let mut group = c.benchmark_group("scrape");
     group.sample_size(10);
     for n in SIZES {
-        let snapshot = Snapshot::build(Some(Arc::new(assets(&list_body(n)))), None, None, true);
+        let snapshot = Snapshot::build(Some(list(&list_body(n))), None, None, true);
         let chunks = snapshot.body(Format::OpenMetrics).to_vec();
         group.bench_with_input(BenchmarkId::new("gzip_head", n), &chunks, |b, chunks| {
             b.iter(|| GzipPrefix::new(black_box(chunks)))

@@ -7,8 +7,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use reputation_exporter::demo::ip_item;
-use reputation_exporter::snapshot::{Asset, AssetSet, Kind, Snapshot};
-use reputation_exporter::upstream::dto;
+use reputation_exporter::snapshot::{AssetSet, Kind, ListPart, Snapshot};
 
 fn median_ms(runs: usize, mut f: impl FnMut()) -> f64 {
     let mut times: Vec<f64> = (0..runs)
@@ -32,14 +31,9 @@ fn main() {
         std::hint::black_box(serde_json::from_slice::<serde_json::Value>(&body).unwrap());
     });
     let poll = median_ms(runs, || {
-        let list = dto::decode_list(&body, "ip").unwrap();
-        let mut unrecognized = Vec::new();
-        let assets = list
-            .items
-            .into_iter()
-            .map(|item| Asset::from_item(Kind::Ip, item, &mut unrecognized))
-            .collect();
-        let snapshot = Snapshot::build(Some(Arc::new(AssetSet { assets })), None, None, true);
+        let decoded = AssetSet::decode(&body, Kind::Ip).unwrap();
+        let list = ListPart::new(Kind::Ip, decoded.set);
+        let snapshot = Snapshot::build(Some(Arc::new(list)), None, None, true);
         std::hint::black_box(snapshot);
     });
     println!("{n} {value:.1} {poll:.1} {:.2}", poll / value);

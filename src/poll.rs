@@ -14,10 +14,10 @@ use tokio::time::Instant;
 use tracing::{debug, error, info, warn};
 
 use crate::config::USER_INTERVAL;
-use crate::snapshot::{Asset, AssetSet, Kind, Unrecognized};
+use crate::snapshot::{AssetSet, DecodedAssets, Kind, Unrecognized};
 use crate::store::Store;
 use crate::telemetry::Telemetry;
-use crate::upstream::dto::{self, DecodeError, DecodedList, SystemStatus, User};
+use crate::upstream::dto::{self, DecodeError, SystemStatus, User};
 use crate::upstream::retry::RetryPolicy;
 use crate::upstream::{Client, Endpoint, FetchError};
 
@@ -118,25 +118,24 @@ impl Poller {
     }
 
     async fn poll_list(&self, kind: Kind, deadline: Instant) -> bool {
-        let (endpoint, name_field) = match kind {
-            Kind::Ip => (Endpoint::IpList, "ip"),
-            Kind::Domain => (Endpoint::DomainList, "domain"),
+        let endpoint = match kind {
+            Kind::Ip => Endpoint::IpList,
+            Kind::Domain => Endpoint::DomainList,
         };
         let fetched = Instant::now();
-        let list = match self
-            .fetch(endpoint, deadline, |body| {
-                dto::decode_list(body, name_field)
-            })
+        let decoded = match self
+            .fetch(endpoint, deadline, |body| AssetSet::decode(body, kind))
             .await
         {
-            Ok(list) => list,
+            Ok(decoded) => decoded,
             Err(e) => return self.failed(endpoint, &e),
         };
-        let DecodedList {
-            items,
+        let DecodedAssets {
+            set,
             rejected,
             duplicates,
-        } = list;
+            unrecognized: more,
+        } = decoded;
         if duplicates > 0 {
             debug!(
                 endpoint = endpoint.label(),
@@ -144,24 +143,16 @@ impl Poller {
             );
         }
         let mut unrecognized = log_rejected(endpoint, &rejected);
+        unrecognized.extend(more);
 
         let store = self.store.clone();
-        let converted = tokio::task::spawn_blocking(move || {
-            let mut unrecognized = Vec::new();
-            let assets = items
-                .into_iter()
-                .map(|item| Asset::from_item(kind, item, &mut unrecognized))
-                .collect();
-            store.replace(kind, AssetSet { assets }, fetched);
-            unrecognized
-        })
-        .await;
-        match converted {
-            Ok(more) => unrecognized.extend(more),
+        let replaced = tokio::task::spawn_blocking(move || store.replace(kind, set, fetched)).await;
+        match replaced {
+            Ok(()) => {}
             // The runtime is shutting down.
             Err(e) if e.is_cancelled() => return false,
             Err(e) => {
-                error!(endpoint = endpoint.label(), error = %e, "converting the list failed");
+                error!(endpoint = endpoint.label(), error = %e, "rendering the list failed");
                 self.telemetry.polled(endpoint, false);
                 return false;
             }

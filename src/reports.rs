@@ -204,9 +204,9 @@ impl ReportPoller {
     async fn round(&self, started: Instant, due: Instant, spread: bool) -> bool {
         let snapshot = self.store.current();
         let targets: Vec<(Kind, String)> = snapshot
-            .assets()
-            .filter(|a| self.selection.selects(&a.name))
-            .map(|a| (a.kind, a.name.clone()))
+            .names()
+            .filter(|(_, name)| self.selection.selects(name))
+            .map(|(kind, name)| (kind, name.to_owned()))
             .collect();
         drop(snapshot);
         let selected: HashSet<(Kind, String)> = targets.iter().cloned().collect();

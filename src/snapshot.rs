@@ -2,8 +2,8 @@
 //!
 //! [`Asset::from_item`] applies DESIGN's value rules (null and -1 mean no sample; booleans,
 //! numbers and the known strings are mapped; anything else is reported as unrecognized).
-//! A [`Snapshot`] holds the assets of both lists with their bodies already rendered, and is
-//! swapped in whole, so a scrape never sees half of a poll.
+//! A [`ListPart`] is one list rendered; a [`Snapshot`] holds both lists' parts with the body
+//! assembled from them, and is swapped in whole, so a scrape never sees half of a poll.
 
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
@@ -12,12 +12,13 @@ use bytes::Bytes;
 
 use crate::exposition::gzip::GzipPrefix;
 use crate::exposition::{self, Format, Rendered};
-use crate::upstream::dto::{Loose, NamedItem};
+use crate::upstream::dto::{self, DecodeError, Loose, NamedItem};
 
 /// Whether an asset is an IP address or a domain: the `kind` label.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Kind {
     /// From `ip-list`.
+    #[default]
     Ip,
     /// From `domain-list`.
     Domain,
@@ -313,13 +314,100 @@ pub struct AssetSet {
     pub assets: Vec<Asset>,
 }
 
-/// What a scrape serves: the latest assets of both lists and their rendered bodies.
+/// A list endpoint's answer turned into assets, with what could not be used.
+#[derive(Debug, Default)]
+pub struct DecodedAssets {
+    /// The assets.
+    pub set: AssetSet,
+    /// Items that were skipped, with the reason.
+    pub rejected: Vec<DecodeError>,
+    /// Number of items dropped because their name had been seen before.
+    pub duplicates: usize,
+    /// Values that could not be mapped to a sample.
+    pub unrecognized: Vec<Unrecognized>,
+}
+
+impl AssetSet {
+    /// Decodes `ip-list` or `domain-list` and maps each item as soon as it is decoded.
+    pub fn decode(body: &[u8], kind: Kind) -> Result<DecodedAssets, DecodeError> {
+        let name_field = match kind {
+            Kind::Ip => "ip",
+            Kind::Domain => "domain",
+        };
+        let mut unrecognized = Vec::new();
+        let list = dto::decode_list_with(body, name_field, |item| {
+            Asset::from_item(kind, item, &mut unrecognized)
+        })?;
+        Ok(DecodedAssets {
+            set: AssetSet { assets: list.items },
+            rejected: list.rejected,
+            duplicates: list.duplicates,
+            unrecognized,
+        })
+    }
+}
+
+/// Assets of each list kept for the landing page, worst first.
+pub const WORST_KEPT: usize = 100;
+
+/// One list as served: the sample lines of its assets per family, their names, and the worst
+/// of them for the landing page. The assets themselves are dropped once rendered, so a list
+/// costs about the size of its part of the body.
+#[derive(Debug, Default)]
+pub struct ListPart {
+    /// IP addresses or domains.
+    pub kind: Kind,
+    /// Every asset's name, in the order the API sent them.
+    pub names: Vec<Box<str>>,
+    /// At most [`WORST_KEPT`] assets, worst first.
+    pub worst: Vec<Asset>,
+    /// Sample lines, one chunk per family of [`exposition::assets::list_families`].
+    pub samples: Vec<Bytes>,
+}
+
+impl ListPart {
+    /// Renders the assets of one list and keeps what a snapshot needs of them.
+    pub fn new(kind: Kind, set: AssetSet) -> ListPart {
+        let samples = exposition::assets::render_list(&set.assets);
+        let mut order: Vec<&Asset> = set.assets.iter().collect();
+        let kept = order.len().min(WORST_KEPT);
+        if kept > 0 && kept < order.len() {
+            order.select_nth_unstable_by(kept - 1, |a, b| worst_first(a, b));
+        }
+        order.truncate(kept);
+        order.sort_by(|a, b| worst_first(a, b));
+        let worst = order.into_iter().cloned().collect();
+        let names = set
+            .assets
+            .into_iter()
+            .map(|asset| asset.name.into_boxed_str())
+            .collect();
+        ListPart {
+            kind,
+            names,
+            worst,
+            samples,
+        }
+    }
+}
+
+/// Most blacklistings first, then lowest sender score (no score last), then by name.
+pub fn worst_first(a: &Asset, b: &Asset) -> std::cmp::Ordering {
+    let listings = |x: &Asset| x.blacklistings.unwrap_or(0.0);
+    let score = |x: &Asset| x.senderscore.unwrap_or(f64::INFINITY);
+    listings(b)
+        .total_cmp(&listings(a))
+        .then(score(a).total_cmp(&score(b)))
+        .then_with(|| a.name.cmp(&b.name))
+}
+
+/// What a scrape serves: the latest part of both lists and the rendered bodies.
 #[derive(Debug, Default)]
 pub struct Snapshot {
     /// IP addresses, absent before the first good poll or after `metrics.max_age`.
-    pub ips: Option<Arc<AssetSet>>,
+    pub ips: Option<Arc<ListPart>>,
     /// Domains, same rule.
-    pub domains: Option<Arc<AssetSet>>,
+    pub domains: Option<Arc<ListPart>>,
     /// Asset reports, when they are enabled and some have arrived.
     pub reports: Option<Arc<Reports>>,
     /// Whether a list poll has ever succeeded (`/-/ready`).
@@ -331,19 +419,20 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
-    /// Builds a snapshot and renders its bodies once, for every scrape until the next one.
+    /// Builds a snapshot from rendered lists: their samples are shared, not copied; only the
+    /// report families are rendered here.
     pub fn build(
-        ips: Option<Arc<AssetSet>>,
-        domains: Option<Arc<AssetSet>>,
+        ips: Option<Arc<ListPart>>,
+        domains: Option<Arc<ListPart>>,
         reports: Option<Arc<Reports>>,
         ready: bool,
     ) -> Self {
-        let sets: Vec<&AssetSet> = [&ips, &domains]
+        let lists: Vec<&ListPart> = [&ips, &domains]
             .into_iter()
             .flatten()
             .map(|s| &**s)
             .collect();
-        let rendered = exposition::render_assets(&sets, reports.as_deref());
+        let rendered = exposition::assets::render(&lists, reports.as_deref());
         Snapshot {
             ips,
             domains,
@@ -354,21 +443,40 @@ impl Snapshot {
         }
     }
 
-    /// Every asset served, IPs first.
-    pub fn assets(&self) -> impl Iterator<Item = &Asset> {
+    /// The lists served, IPs first.
+    pub fn lists(&self) -> impl Iterator<Item = &ListPart> {
         [&self.ips, &self.domains]
             .into_iter()
             .flatten()
-            .flat_map(|set| set.assets.iter())
+            .map(|l| &**l)
+    }
+
+    /// Every asset served, by kind and name, IPs first.
+    pub fn names(&self) -> impl Iterator<Item = (Kind, &str)> {
+        self.lists()
+            .flat_map(|list| list.names.iter().map(move |name| (list.kind, &**name)))
+    }
+
+    /// Up to `n` assets of both lists, worst first.
+    pub fn worst(&self, n: usize) -> Vec<&Asset> {
+        let mut worst: Vec<&Asset> = self.lists().flat_map(|list| &list.worst).collect();
+        worst.sort_by(|a, b| worst_first(a, b));
+        worst.truncate(n);
+        worst
     }
 
     /// Number of assets of one kind.
     pub fn count(&self, kind: Kind) -> usize {
-        let set = match kind {
+        let list = match kind {
             Kind::Ip => &self.ips,
             Kind::Domain => &self.domains,
         };
-        set.as_ref().map_or(0, |s| s.assets.len())
+        list.as_ref().map_or(0, |l| l.names.len())
+    }
+
+    /// Number of assets of both kinds.
+    pub fn total(&self) -> usize {
+        self.count(Kind::Ip) + self.count(Kind::Domain)
     }
 
     /// The rendered per-asset body in one format, as chunks.
@@ -517,6 +625,90 @@ mod tests {
             },
         );
         assert_eq!(asset.domain_ips, Some(3.0));
+    }
+
+    fn asset(kind: Kind, name: &str, blacklistings: f64, senderscore: Option<f64>) -> Asset {
+        let (mut asset, _) = convert(kind, ListItem::default());
+        asset.name = name.into();
+        asset.blacklistings = Some(blacklistings);
+        asset.senderscore = senderscore;
+        asset
+    }
+
+    #[test]
+    fn a_list_part_keeps_every_name_and_only_the_worst_assets() {
+        let assets: Vec<Asset> = (0..WORST_KEPT + 50)
+            .map(|i| asset(Kind::Ip, &format!("192.0.2.{i}"), 0.0, Some(i as f64)))
+            .chain([asset(Kind::Ip, "198.51.100.1", 3.0, Some(99.0))])
+            .collect();
+        let part = ListPart::new(Kind::Ip, AssetSet { assets });
+        assert_eq!(part.names.len(), WORST_KEPT + 51);
+        assert_eq!(&*part.names[0], "192.0.2.0");
+        assert_eq!(part.worst.len(), WORST_KEPT);
+        // Listed first, then the lowest scores in order.
+        assert_eq!(part.worst[0].name, "198.51.100.1");
+        let scores: Vec<f64> = part.worst[1..]
+            .iter()
+            .map(|a| a.senderscore.unwrap())
+            .collect();
+        let expected: Vec<f64> = (0..WORST_KEPT - 1).map(|i| i as f64).collect();
+        assert_eq!(scores, expected);
+    }
+
+    #[test]
+    fn the_worst_assets_of_both_lists_are_merged_in_order() {
+        let ips = ListPart::new(
+            Kind::Ip,
+            AssetSet {
+                assets: vec![asset(Kind::Ip, "192.0.2.1", 0.0, Some(50.0))],
+            },
+        );
+        let domains = ListPart::new(
+            Kind::Domain,
+            AssetSet {
+                assets: vec![
+                    asset(Kind::Domain, "a.example", 1.0, Some(90.0)),
+                    asset(Kind::Domain, "b.example", 0.0, None),
+                ],
+            },
+        );
+        let snapshot = Snapshot::build(Some(Arc::new(ips)), Some(Arc::new(domains)), None, true);
+        let names: Vec<&str> = snapshot.worst(10).iter().map(|a| &*a.name).collect();
+        assert_eq!(names, ["a.example", "192.0.2.1", "b.example"]);
+        assert_eq!(snapshot.worst(1).len(), 1);
+        assert_eq!(snapshot.total(), 3);
+    }
+
+    #[test]
+    fn a_new_snapshot_shares_the_samples_of_the_list_that_did_not_change() {
+        let part = |kind, name: &str| {
+            Arc::new(ListPart::new(
+                kind,
+                AssetSet {
+                    assets: vec![asset(kind, name, 0.0, Some(80.0))],
+                },
+            ))
+        };
+        let domains = part(Kind::Domain, "example.com");
+        let first = Snapshot::build(
+            Some(part(Kind::Ip, "192.0.2.1")),
+            Some(domains.clone()),
+            None,
+            true,
+        );
+        let second = Snapshot::build(Some(part(Kind::Ip, "192.0.2.2")), Some(domains), None, true);
+        let domain_chunk = |snapshot: &Snapshot| {
+            snapshot
+                .body(Format::Text)
+                .iter()
+                .find(|chunk| chunk.starts_with(b"reputation_asset_info{kind=\"domain\""))
+                .map(|chunk| chunk.as_ptr())
+                .expect("a domain chunk")
+        };
+        assert_eq!(domain_chunk(&first), domain_chunk(&second));
+        let text = String::from_utf8(second.rendered.to_vec(Format::Text)).unwrap();
+        assert!(text.contains("reputation_senderscore{kind=\"ip\",asset=\"192.0.2.2\"} 80\n"));
+        assert!(!text.contains("192.0.2.1"));
     }
 
     #[test]

@@ -12,7 +12,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 use tracing::warn;
 
-use crate::snapshot::{AssetSet, Kind, Report, Reports, Snapshot};
+use crate::snapshot::{AssetSet, Kind, ListPart, Report, Reports, Snapshot};
 
 /// The latest good data of each list and the snapshot built from it.
 #[derive(Debug)]
@@ -37,7 +37,7 @@ struct Parts {
 
 #[derive(Debug)]
 struct Part {
-    set: Arc<AssetSet>,
+    list: Arc<ListPart>,
     fetched: Instant,
 }
 
@@ -66,13 +66,13 @@ impl Store {
         self.parts.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Replaces one list's assets and publishes the new snapshot.
+    /// Replaces one list's assets and publishes the new snapshot. Only this list is rendered;
+    /// the other list's samples are shared with the snapshot served until now.
     pub fn replace(&self, kind: Kind, set: AssetSet, fetched: Instant) {
+        // Rendered before taking the lock: the other list may publish meanwhile.
+        let list = Arc::new(ListPart::new(kind, set));
         let mut parts = self.parts();
-        let part = Some(Part {
-            set: Arc::new(set),
-            fetched,
-        });
+        let part = Some(Part { list, fetched });
         match kind {
             Kind::Ip => parts.ips = part,
             Kind::Domain => parts.domains = part,
@@ -175,8 +175,8 @@ impl Store {
 
     fn publish(&self, parts: &Parts) {
         let snapshot = Snapshot::build(
-            parts.ips.as_ref().map(|p| p.set.clone()),
-            parts.domains.as_ref().map(|p| p.set.clone()),
+            parts.ips.as_ref().map(|p| p.list.clone()),
+            parts.domains.as_ref().map(|p| p.list.clone()),
             (!parts.reports.is_empty()).then(|| parts.reports.clone()),
             parts.ready,
         );

@@ -1,7 +1,9 @@
 //! The per-asset metric families, rendered once per snapshot.
 
-use super::{Family, MetricType, Rendered, SharedWriter};
-use crate::snapshot::{Asset, AssetSet, Reports, SndsColour};
+use bytes::Bytes;
+
+use super::{Family, MetricType, Rendered, SampleWriter};
+use crate::snapshot::{Asset, ListPart, Reports, SndsColour};
 
 const fn gauge(name: &'static str, help: &'static str) -> Family {
     Family {
@@ -150,35 +152,40 @@ pub const SCORE_UPDATED: Family = gauge(
      Refreshed every asset_reports.interval.",
 );
 
-/// Every per-asset family, in the order they are written.
-pub fn families() -> impl Iterator<Item = Family> {
+/// The families of a list's assets, in the order they are written.
+pub fn list_families() -> impl Iterator<Item = Family> {
     [ASSET_INFO]
         .into_iter()
         .chain(GAUGES.iter().map(|(family, _)| *family))
         .chain([SNDS_REPUTATION, HOSTNAME_INFO, DOMAIN_IPS])
-        .chain([BLACKLIST_LISTED, BLACKLIST_CHANGED, TAG_INFO, SCORE_UPDATED])
 }
 
-/// Renders every per-asset family of these sets, in both formats (no `# EOF`).
-pub fn render_assets(sets: &[&AssetSet], reports: Option<&Reports>) -> Rendered {
-    let assets = || sets.iter().flat_map(|set| set.assets.iter());
-    let series: usize = sets.iter().map(|s| s.assets.len()).sum();
-    let mut w = SharedWriter::with_capacity(series * 600 + 4096);
+/// The families of the asset reports, written after the list families.
+pub const REPORT_FAMILIES: [Family; 4] =
+    [BLACKLIST_LISTED, BLACKLIST_CHANGED, TAG_INFO, SCORE_UPDATED];
 
-    w.family(&ASSET_INFO);
-    for a in assets() {
+/// Every per-asset family, in the order they are written.
+pub fn families() -> impl Iterator<Item = Family> {
+    list_families().chain(REPORT_FAMILIES)
+}
+
+/// The sample lines of one list's assets, one chunk per family of [`list_families`].
+pub fn render_list(assets: &[Asset]) -> Vec<Bytes> {
+    let mut w = SampleWriter::default();
+    w.family();
+    for a in assets {
         w.sample(ASSET_INFO.name, &labels(a), 1.0);
     }
     for (family, value) in &GAUGES {
-        w.family(family);
-        for a in assets() {
+        w.family();
+        for a in assets {
             if let Some(v) = value(a) {
                 w.sample(family.name, &labels(a), v);
             }
         }
     }
-    w.family(&SNDS_REPUTATION);
-    for a in assets() {
+    w.family();
+    for a in assets {
         if let Some(current) = a.snds_reputation {
             for state in SndsColour::ALL {
                 let [kind, asset] = labels(a);
@@ -191,53 +198,92 @@ pub fn render_assets(sets: &[&AssetSet], reports: Option<&Reports>) -> Rendered 
             }
         }
     }
-    w.family(&HOSTNAME_INFO);
-    for a in assets() {
+    w.family();
+    for a in assets {
         for host in &a.hostnames {
             let [kind, asset] = labels(a);
             w.sample(HOSTNAME_INFO.name, &[kind, asset, ("hostname", host)], 1.0);
         }
     }
-    w.family(&DOMAIN_IPS);
-    for a in assets() {
+    w.family();
+    for a in assets {
         if let Some(v) = a.domain_ips {
             w.sample(DOMAIN_IPS.name, &labels(a), v);
         }
     }
+    w.finish()
+}
 
-    if let Some(reports) = reports {
-        // Only assets still in the lists: a report never outlives its asset.
-        let reported = || assets().filter_map(|a| reports.get(a.kind, &a.name).map(|r| (a, r)));
-        type Value = fn(&crate::snapshot::Listing) -> f64;
-        let per_blacklist: [(&Family, Value); 2] = [
-            (&BLACKLIST_LISTED, |l| f64::from(u8::from(l.listed))),
-            (&BLACKLIST_CHANGED, |l| l.changed),
-        ];
-        for (family, value) in per_blacklist {
-            w.family(family);
-            for (a, report) in reported() {
-                for listing in &report.listings {
-                    let [kind, asset] = labels(a);
-                    let labels = [kind, asset, ("blacklist", listing.blacklist.as_str())];
-                    w.sample(family.name, &labels, value(listing));
-                }
-            }
-        }
-        w.family(&TAG_INFO);
-        for (a, report) in reported() {
-            for tag in &report.tags {
-                let [kind, asset] = labels(a);
-                w.sample(TAG_INFO.name, &[kind, asset, ("tag", tag)], 1.0);
-            }
-        }
-        w.family(&SCORE_UPDATED);
-        for (a, report) in reported() {
-            if let Some(t) = report.senderscore_updated {
-                w.sample(SCORE_UPDATED.name, &labels(a), t);
+/// The sample lines of the reports of one list's assets, one chunk per family of
+/// [`REPORT_FAMILIES`]. Only assets still in the list count: a report never outlives its asset.
+fn render_reports(list: &ListPart, reports: &Reports) -> Vec<Bytes> {
+    let kind = ("kind", list.kind.label());
+    let reported = || {
+        list.names
+            .iter()
+            .filter_map(|name| reports.get(list.kind, name).map(|r| (&**name, r)))
+    };
+    let mut w = SampleWriter::default();
+    type Value = fn(&crate::snapshot::Listing) -> f64;
+    let per_blacklist: [(&Family, Value); 2] = [
+        (&BLACKLIST_LISTED, |l| f64::from(u8::from(l.listed))),
+        (&BLACKLIST_CHANGED, |l| l.changed),
+    ];
+    for (family, value) in per_blacklist {
+        w.family();
+        for (name, report) in reported() {
+            for listing in &report.listings {
+                let labels = [
+                    kind,
+                    ("asset", name),
+                    ("blacklist", listing.blacklist.as_str()),
+                ];
+                w.sample(family.name, &labels, value(listing));
             }
         }
     }
+    w.family();
+    for (name, report) in reported() {
+        for tag in &report.tags {
+            w.sample(TAG_INFO.name, &[kind, ("asset", name), ("tag", tag)], 1.0);
+        }
+    }
+    w.family();
+    for (name, report) in reported() {
+        if let Some(t) = report.senderscore_updated {
+            w.sample(SCORE_UPDATED.name, &[kind, ("asset", name)], t);
+        }
+    }
     w.finish()
+}
+
+/// The per-asset body of these lists in both formats (no `# EOF`): each list's rendered
+/// samples, shared, between the family headers; and the report families when there are
+/// reports.
+pub fn render(lists: &[&ListPart], reports: Option<&Reports>) -> Rendered {
+    let families: Vec<Family> = list_families().collect();
+    let mut parts: Vec<(&Family, Vec<Bytes>)> = families
+        .iter()
+        .enumerate()
+        .map(|(i, family)| {
+            let samples = lists
+                .iter()
+                .filter_map(|list| list.samples.get(i).cloned())
+                .collect();
+            (family, samples)
+        })
+        .collect();
+    if let Some(reports) = reports {
+        let rendered: Vec<Vec<Bytes>> = lists
+            .iter()
+            .map(|list| render_reports(list, reports))
+            .collect();
+        for (i, family) in REPORT_FAMILIES.iter().enumerate() {
+            let samples = rendered.iter().filter_map(|r| r.get(i).cloned()).collect();
+            parts.push((family, samples));
+        }
+    }
+    Rendered::assemble(parts)
 }
 
 fn labels(asset: &Asset) -> [(&'static str, &str); 2] {

@@ -15,8 +15,6 @@ pub mod gzip;
 
 use bytes::Bytes;
 
-pub use assets::render_assets;
-
 /// An exposition format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
@@ -147,61 +145,39 @@ impl<'a> Writer<'a> {
     }
 }
 
-/// Writes families in both formats at once: the headers per format, the sample lines once,
-/// shared by both (they are the same bytes in both formats). For the per-asset part, which is
-/// large and rendered once per snapshot.
+/// Writes the sample lines of several families, the same bytes for both formats: one buffer
+/// per family, so a large body never has to move to grow past a guessed size.
 #[derive(Debug, Default)]
-pub struct SharedWriter {
-    samples: Vec<u8>,
-    headers: [Vec<u8>; 2],
-    /// Per family: where its header ends in each header buffer, where its samples start.
-    families: Vec<([usize; 2], usize)>,
+pub struct SampleWriter {
+    families: Vec<Vec<u8>>,
 }
 
-impl SharedWriter {
-    /// A writer expecting about `bytes` of sample lines.
-    pub fn with_capacity(bytes: usize) -> Self {
-        SharedWriter {
-            samples: Vec::with_capacity(bytes),
-            ..SharedWriter::default()
-        }
+impl SampleWriter {
+    /// Opens the next family.
+    pub fn family(&mut self) {
+        self.families.push(Vec::new());
     }
 
-    /// Opens a family: its headers in both formats.
-    pub fn family(&mut self, family: &Family) {
-        for format in Format::ALL {
-            write_header(&mut self.headers[format as usize], format, family);
-        }
-        let ends = [self.headers[0].len(), self.headers[1].len()];
-        self.families.push((ends, self.samples.len()));
-    }
-
-    /// Writes one sample line of the open family.
+    /// Writes one sample line of the open family (opening one if none is).
     pub fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: f64) {
-        write_sample(&mut self.samples, name, labels, value);
+        if self.families.is_empty() {
+            self.family();
+        }
+        let last = self.families.len() - 1;
+        write_sample(&mut self.families[last], name, labels, value);
     }
 
-    /// The rendered families, as chunks that share their bytes.
-    pub fn finish(self) -> Rendered {
-        let samples = Bytes::from(self.samples);
-        let headers = self.headers.map(Bytes::from);
-        let mut chunks: [Vec<Bytes>; 2] = Default::default();
-        let mut header_start = [0, 0];
-        for (i, (header_end, sample_start)) in self.families.iter().enumerate() {
-            let sample_end = self
-                .families
-                .get(i + 1)
-                .map_or(samples.len(), |(_, next)| *next);
-            for format in Format::ALL {
-                let f = format as usize;
-                chunks[f].push(headers[f].slice(header_start[f]..header_end[f]));
-                if sample_end > *sample_start {
-                    chunks[f].push(samples.slice(*sample_start..sample_end));
-                }
-                header_start[f] = header_end[f];
-            }
-        }
-        Rendered { chunks }
+    /// The samples of each family, in the order the families were opened.
+    pub fn finish(self) -> Vec<Bytes> {
+        self.families
+            .into_iter()
+            .map(|mut samples| {
+                // Large buffers shrink in place; the spare capacity would be held as long as
+                // the snapshot is.
+                samples.shrink_to_fit();
+                Bytes::from(samples)
+            })
+            .collect()
     }
 }
 
@@ -212,6 +188,30 @@ pub struct Rendered {
 }
 
 impl Rendered {
+    /// The families in order, each opened by its headers in each format and followed by its
+    /// sample chunks (shared, not copied).
+    pub fn assemble<'a>(families: impl IntoIterator<Item = (&'a Family, Vec<Bytes>)>) -> Self {
+        let families: Vec<_> = families.into_iter().collect();
+        let mut chunks: [Vec<Bytes>; 2] = Default::default();
+        for format in Format::ALL {
+            let mut headers = Vec::with_capacity(families.len() * 256);
+            let mut ends = Vec::with_capacity(families.len());
+            for (family, _) in &families {
+                write_header(&mut headers, format, family);
+                ends.push(headers.len());
+            }
+            let headers = Bytes::from(headers);
+            let out = &mut chunks[format as usize];
+            let mut start = 0;
+            for ((_, samples), end) in families.iter().zip(ends) {
+                out.push(headers.slice(start..end));
+                out.extend(samples.iter().filter(|s| !s.is_empty()).cloned());
+                start = end;
+            }
+        }
+        Rendered { chunks }
+    }
+
     /// The chunks of one format, in order.
     pub fn chunks(&self, format: Format) -> &[Bytes] {
         &self.chunks[format as usize]
@@ -370,14 +370,25 @@ mod tests {
     }
 
     #[test]
-    fn the_shared_writer_gives_each_format_its_headers_around_the_same_samples() {
-        let mut w = SharedWriter::default();
-        w.family(&COUNTER);
-        w.sample("x_requests_total", &[("code", "200")], 3.0);
-        w.family(&INFO);
-        w.family(&COUNTER);
-        w.sample("x_requests_total", &[], 1.0);
-        let rendered = w.finish();
+    fn assembled_families_give_each_format_its_headers_around_the_same_samples() {
+        let mut first = SampleWriter::default();
+        first.family();
+        first.sample("x_requests_total", &[("code", "200")], 3.0);
+        first.family();
+        first.family();
+        let mut second = SampleWriter::default();
+        second.family();
+        second.family();
+        second.family();
+        second.sample("x_requests_total", &[], 1.0);
+        let [first, second] = [first.finish(), second.finish()];
+        let families = [&COUNTER, &INFO, &COUNTER];
+        let rendered = Rendered::assemble(
+            families
+                .into_iter()
+                .enumerate()
+                .map(|(i, family)| (family, vec![first[i].clone(), second[i].clone()])),
+        );
         let text = String::from_utf8(rendered.to_vec(Format::Text)).unwrap();
         let om = String::from_utf8(rendered.to_vec(Format::OpenMetrics)).unwrap();
         let mut expected_text = Vec::new();

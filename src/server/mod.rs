@@ -20,7 +20,7 @@ use tokio::sync::watch;
 use tower_http::timeout::TimeoutLayer;
 
 use crate::exposition::{Format, Writer};
-use crate::snapshot::{Asset, Snapshot};
+use crate::snapshot::Snapshot;
 use crate::telemetry::{Telemetry, unix_now};
 use crate::web_config::WebConfigFile;
 use listener::{TlsListener, bounded};
@@ -29,7 +29,7 @@ use listener::{TlsListener, bounded};
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Assets listed on the landing page; the rest are in `/metrics`.
-const LANDING_ROWS: usize = 100;
+const LANDING_ROWS: usize = crate::snapshot::WORST_KEPT;
 
 /// What the handlers read.
 #[derive(Debug, Clone)]
@@ -323,15 +323,13 @@ async fn landing(State(state): State<AppState>) -> Html<String> {
             if health.up { "ok" } else { "failed" },
         );
     }
-    let mut assets: Vec<&Asset> = snapshot.assets().collect();
-    assets.sort_by(|a, b| worst_first(a, b));
+    let total = snapshot.total();
     let _ = write!(
         page,
-        "</table><h2>Assets, worst first</h2><p>{} assets.</p><table><tr><th>kind</th>\
-         <th>asset</th><th>sender score</th><th>blacklistings</th><th>SNDS</th></tr>",
-        assets.len()
+        "</table><h2>Assets, worst first</h2><p>{total} assets.</p><table><tr><th>kind</th>\
+         <th>asset</th><th>sender score</th><th>blacklistings</th><th>SNDS</th></tr>"
     );
-    for asset in assets.iter().take(LANDING_ROWS) {
+    for asset in snapshot.worst(LANDING_ROWS) {
         let show = |v: Option<f64>| v.map_or("–".to_owned(), |v| v.to_string());
         let snds = asset.snds_reputation.map_or("–", |c| c.label());
         let _ = write!(
@@ -343,25 +341,15 @@ async fn landing(State(state): State<AppState>) -> Html<String> {
             show(asset.blacklistings),
         );
     }
-    if assets.len() > LANDING_ROWS {
+    if total > LANDING_ROWS {
         let _ = write!(
             page,
             "<tr><td colspan=\"5\">and {} more in {path}</td></tr>",
-            assets.len() - LANDING_ROWS
+            total - LANDING_ROWS
         );
     }
     page.push_str("</table></body></html>\n");
     Html(page)
-}
-
-/// Most blacklistings first, then lowest sender score (no score last), then by name.
-fn worst_first(a: &Asset, b: &Asset) -> std::cmp::Ordering {
-    let listings = |x: &Asset| x.blacklistings.unwrap_or(0.0);
-    let score = |x: &Asset| x.senderscore.unwrap_or(f64::INFINITY);
-    listings(b)
-        .total_cmp(&listings(a))
-        .then(score(a).total_cmp(&score(b)))
-        .then_with(|| a.name.cmp(&b.name))
 }
 
 /// Escapes text for HTML element content and attribute values.

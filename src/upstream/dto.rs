@@ -269,10 +269,10 @@ pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, DecodeError> {
 }
 
 /// A list endpoint's answer, item by item.
-#[derive(Debug, Default)]
-pub struct DecodedList {
+#[derive(Debug)]
+pub struct DecodedList<T = NamedItem> {
     /// The valid items, first occurrence of each name only, in the order sent.
-    pub items: Vec<NamedItem>,
+    pub items: Vec<T>,
     /// Items that were skipped, with the reason.
     pub rejected: Vec<DecodeError>,
     /// Number of items dropped because their name had been seen before.
@@ -293,6 +293,16 @@ pub struct NamedItem {
 /// The body must be a JSON array; anything else fails the whole poll. Each element then decodes
 /// on its own, so one bad element costs only itself.
 pub fn decode_list(bytes: &[u8], name_field: &str) -> Result<DecodedList, DecodeError> {
+    decode_list_with(bytes, name_field, |item| item)
+}
+
+/// [`decode_list`], turning each valid item into a `T` as soon as it is decoded, so that the
+/// decoded items of a large list never exist all at once.
+pub fn decode_list_with<T>(
+    bytes: &[u8],
+    name_field: &str,
+    mut convert: impl FnMut(NamedItem) -> T,
+) -> Result<DecodedList<T>, DecodeError> {
     let mut de = serde_json::Deserializer::from_slice(bytes);
     let raw: Vec<&RawValue> =
         serde_path_to_error::deserialize(&mut de).map_err(|e| DecodeError::from_serde("$", e))?;
@@ -303,7 +313,8 @@ pub fn decode_list(bytes: &[u8], name_field: &str) -> Result<DecodedList, Decode
     let mut seen = HashSet::with_capacity(raw.len());
     let mut out = DecodedList {
         items: Vec::with_capacity(raw.len()),
-        ..DecodedList::default()
+        rejected: Vec::new(),
+        duplicates: 0,
     };
     for (index, element) in raw.into_iter().enumerate() {
         let mut item = match serde_json::from_str::<ListItem>(element.get()) {
@@ -338,7 +349,7 @@ pub fn decode_list(bytes: &[u8], name_field: &str) -> Result<DecodedList, Decode
             out.duplicates += 1;
             continue;
         }
-        out.items.push(NamedItem { name, item });
+        out.items.push(convert(NamedItem { name, item }));
     }
     Ok(out)
 }
