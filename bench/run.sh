@@ -10,8 +10,9 @@
 #             after the list requests had returned (the exporter's own work)
 #   plain/gz  requests per second of the exporter, of nginx, and their ratio (wrk, 1 thread,
 #             4 connections), identity and gzip
-#   rss       peak resident memory over the last 5 of BENCH_POLLS polls, over the size of one
-#             uncompressed body, and its growth from the peak over polls 5 to 10
+#   rss       peak resident memory over the last fifth of BENCH_POLLS polls, over the size of
+#             one uncompressed body, and its growth from the peak over as many polls after
+#             poll 5 (a peak depends on how a poll's steps overlap, so one poll's peak is noise)
 #   poll      time to turn a fetched list into the served snapshot, over serde_json's time to
 #             parse the same bytes into serde_json::Value (examples/poll_cost.rs)
 set -euo pipefail
@@ -154,7 +155,12 @@ NGINX
     url="http://127.0.0.1:$port/metrics"
     start_exporter "$sim" "$port" 2s
     wait_for 120 curl -sf "http://127.0.0.1:$port/-/ready"
-    polls_done() { metric "$url" 'reputation_api_requests_total{endpoint="ip-list",code="200"}'; }
+    # 0 until the first ip-list request has been counted.
+    polls_done() {
+        local n
+        n=$(metric "$url" 'reputation_api_requests_total{endpoint="ip-list",code="200"}')
+        echo "${n:-0}"
+    }
     # Highest RSS seen while the poll count goes from $1 to $2 (sampled every 0.2 s): the
     # peaks, not whichever moment of a poll a single reading would catch.
     peak_rss() {
@@ -167,8 +173,9 @@ NGINX
         done
         echo "$peak"
     }
-    rss_10=$(timeout 600 bash -c "$(declare -f metric polls_done rss_kib peak_rss); url='$url' exporter_pid=$exporter_pid peak_rss 5 10")
-    rss_end=$(timeout 900 bash -c "$(declare -f metric polls_done rss_kib peak_rss); url='$url' exporter_pid=$exporter_pid peak_rss $((polls - 5)) $polls")
+    window=$((polls / 5 > 2 ? polls / 5 : 2))
+    rss_10=$(timeout 600 bash -c "$(declare -f metric polls_done rss_kib peak_rss); url='$url' exporter_pid=$exporter_pid peak_rss 5 $((5 + window))")
+    rss_end=$(timeout 900 bash -c "$(declare -f metric polls_done rss_kib peak_rss); url='$url' exporter_pid=$exporter_pid peak_rss $((polls - window)) $polls")
     kill "$exporter_pid"
 
     poll_ratio=$(target/release/examples/poll_cost "$n" 5 | awk '{print $4}')
