@@ -97,6 +97,7 @@ impl Poller {
             user
         );
         self.telemetry.poll_duration(started.elapsed());
+        self.store.cycle_ended();
         Outcome {
             all: ips && domains && system && user,
             user,

@@ -179,9 +179,12 @@ impl ReportPoller {
         }
     }
 
-    /// Runs rounds forever, the first once the lists have arrived.
+    /// Runs rounds forever, the first once the first poll of both lists has ended with at least
+    /// one of them served (a list arriving before the other must not leave the other's assets
+    /// out of the first round, which would delay their reports by a whole interval).
     pub async fn run(self) {
         let mut snapshots = self.store.subscribe();
+        self.store.first_cycle().await;
         if snapshots.wait_for(|s| s.ready).await.is_err() {
             return;
         }

@@ -22,6 +22,8 @@ pub struct Store {
     /// that two lists arriving together publish in order and neither update is lost.
     parts: Mutex<Parts>,
     snapshots: watch::Sender<Arc<Snapshot>>,
+    /// How many list poll cycles have ended, successful or not.
+    cycles: watch::Sender<u64>,
 }
 
 #[derive(Debug, Default)]
@@ -49,7 +51,18 @@ impl Store {
             max_age,
             parts: Mutex::new(Parts::default()),
             snapshots,
+            cycles: watch::channel(0).0,
         })
+    }
+
+    /// Records that a list poll cycle ended: every list has answered or given up.
+    pub fn cycle_ended(&self) {
+        self.cycles.send_modify(|n| *n += 1);
+    }
+
+    /// Completes once the first list poll cycle has ended.
+    pub async fn first_cycle(&self) {
+        let _ = self.cycles.subscribe().wait_for(|n| *n > 0).await;
     }
 
     /// A receiver of every snapshot published from now on, starting with the current one.
@@ -229,6 +242,22 @@ mod tests {
             String::from_utf8(snapshot.rendered.to_vec(crate::exposition::Format::Text)).unwrap();
         assert!(!text.contains("192.0.2.1"));
         assert!(text.contains("asset=\"example.com\""));
+    }
+
+    #[tokio::test]
+    async fn the_first_cycle_completes_only_once_a_poll_cycle_has_ended() {
+        let store = Store::new(Duration::from_secs(60));
+        let waiting = tokio::spawn({
+            let store = store.clone();
+            async move { store.first_cycle().await }
+        });
+        tokio::task::yield_now().await;
+        assert!(!waiting.is_finished(), "done before any cycle ended");
+        store.cycle_ended();
+        tokio::time::timeout(Duration::from_secs(5), waiting)
+            .await
+            .expect("done after a cycle ended")
+            .unwrap();
     }
 
     #[test]
