@@ -10,9 +10,11 @@ use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_m
 use reputation_exporter::demo::ip_item;
 use reputation_exporter::exposition::Format;
 use reputation_exporter::exposition::gzip::GzipPrefix;
-use reputation_exporter::snapshot::{AssetSet, Kind, ListPart, Snapshot};
+use reputation_exporter::model::AssetSet;
+use reputation_exporter::snapshot::{ListPart, Snapshot};
 use reputation_exporter::telemetry::Telemetry;
 use reputation_exporter::upstream::dto;
+use reputation_exporter::vocabulary::Kind;
 
 const SIZES: [usize; 3] = [1_000, 10_000, 100_000];
 
@@ -71,11 +73,10 @@ fn pipeline(c: &mut Criterion) {
             b.iter(|| GzipPrefix::new(black_box(chunks)))
         });
     }
-    let telemetry = Telemetry::new(&reputation_exporter::upstream::Endpoint::POLLED);
-    let snapshot = Snapshot::default();
+    let telemetry = Telemetry::new(&reputation_exporter::vocabulary::Endpoint::POLLED);
     for format in Format::ALL {
         group.bench_function(format!("live_part_{format:?}"), |b| {
-            b.iter(|| reputation_exporter::server::live(&snapshot, &telemetry, format))
+            b.iter(|| reputation_exporter::server::metrics::live(&telemetry, format))
         });
     }
     group.finish();

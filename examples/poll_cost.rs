@@ -7,7 +7,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use reputation_exporter::demo::ip_item;
-use reputation_exporter::snapshot::{AssetSet, Kind, ListPart, Snapshot};
+use reputation_exporter::model::AssetSet;
+use reputation_exporter::snapshot::{ListPart, Snapshot};
+use reputation_exporter::vocabulary::Kind;
 
 fn median_ms(runs: usize, mut f: impl FnMut()) -> f64 {
     let mut times: Vec<f64> = (0..runs)

@@ -1,9 +1,14 @@
-//! `reputation-exporter`: parse the flags, load the configuration, start logging, run.
+//! `reputation-exporter`: parse the flags, load the configuration, start logging, bind, run
+//! until SIGINT or SIGTERM.
 
+use std::io::Write as _;
 use std::process::ExitCode;
 
+use anyhow::Context as _;
 use clap::Parser as _;
+use reputation_exporter::app::App;
 use reputation_exporter::config::{Cli, Config};
+use reputation_exporter::exposition::Format;
 
 /// jemalloc instead of the system allocator: every poll allocates and frees about a body's
 /// worth of memory on several threads; glibc's per-thread arenas keep most of it resident and
@@ -24,7 +29,7 @@ fn main() -> ExitCode {
         println!("ok");
         return ExitCode::SUCCESS;
     }
-    reputation_exporter::logging::init(config.log);
+    reputation_exporter::logging::init(config.log.level, config.log.format);
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(runtime) => runtime,
         Err(e) => {
@@ -32,11 +37,55 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(reputation_exporter::run(config, cli.once)) {
+    match runtime.block_on(run(config, cli.once)) {
         Ok(code) => code,
         Err(e) => {
             tracing::error!("{e:#}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// Serves until a signal, or with `--once` polls once and prints the exposition.
+async fn run(config: Config, once: bool) -> anyhow::Result<ExitCode> {
+    if once {
+        let app = App::build(&config).await?;
+        let ok = app.poll_once().await;
+        std::io::stdout()
+            .write_all(&app.exposition(Format::Text))
+            .context("cannot write to stdout")?;
+        return Ok(if ok {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        });
+    }
+    let address = config.web.listen_address;
+    let listener = tokio::net::TcpListener::bind(address)
+        .await
+        .with_context(|| format!("cannot listen on {address} (web.listen_address)"))?;
+    reputation_exporter::app::run(config, listener, shutdown_signal()).await?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Completes on SIGINT (Ctrl-C) or SIGTERM.
+async fn shutdown_signal() {
+    let interrupt = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = interrupt => {},
+        () = terminate => {},
     }
 }

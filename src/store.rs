@@ -12,7 +12,10 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 use tracing::warn;
 
-use crate::snapshot::{AssetSet, Kind, ListPart, Report, Reports, Snapshot};
+use crate::exposition::Format;
+use crate::model::{AssetSet, Report, Reports};
+use crate::snapshot::{ListPart, Snapshot};
+use crate::vocabulary::Kind;
 
 /// The latest good data of each list and the snapshot built from it.
 #[derive(Debug)]
@@ -126,9 +129,9 @@ impl Store {
         }
     }
 
-    /// Drops the lists and reports older than `metrics.max_age` at `now`; publishes when
-    /// something was dropped.
-    pub fn expire(&self, now: Instant) {
+    /// Drops the lists and reports older than `metrics.max_age` at `now`; publishes and
+    /// returns true when something was dropped.
+    pub fn expire(&self, now: Instant) -> bool {
         let mut guard = self.parts();
         let parts = &mut *guard;
         let mut dropped = false;
@@ -171,6 +174,7 @@ impl Store {
         if dropped {
             self.publish(parts);
         }
+        dropped
     }
 
     /// When the oldest list or report held will reach `metrics.max_age`.
@@ -196,9 +200,9 @@ impl Store {
         let snapshot = Arc::new(snapshot);
         self.snapshots.send_replace(snapshot.clone());
         // Compress the OpenMetrics body (what Prometheus asks for) ahead of the first scrape.
-        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            runtime.spawn_blocking(move || {
-                snapshot.gzip(crate::exposition::Format::OpenMetrics);
+        if tokio::runtime::Handle::try_current().is_ok() {
+            crate::task::spawn_blocking(move || {
+                snapshot.gzip(Format::OpenMetrics);
             });
         }
     }
@@ -207,7 +211,7 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::snapshot::Asset;
+    use crate::model::Asset;
     use crate::upstream::dto;
 
     #[test]
@@ -238,8 +242,7 @@ mod tests {
         assert_eq!(snapshot.count(Kind::Ip), 0);
         assert_eq!(snapshot.count(Kind::Domain), 1);
         assert!(snapshot.ready, "readiness survives expiry");
-        let text =
-            String::from_utf8(snapshot.rendered.to_vec(crate::exposition::Format::Text)).unwrap();
+        let text = String::from_utf8(snapshot.rendered.to_vec(Format::Text)).unwrap();
         assert!(!text.contains("192.0.2.1"));
         assert!(text.contains("asset=\"example.com\""));
     }
@@ -290,13 +293,7 @@ mod tests {
             ],
             start + Duration::from_secs(30),
         );
-        let text = String::from_utf8(
-            store
-                .current()
-                .rendered
-                .to_vec(crate::exposition::Format::Text),
-        )
-        .unwrap();
+        let text = String::from_utf8(store.current().rendered.to_vec(Format::Text)).unwrap();
         assert!(
             text.contains(
                 r#"reputation_asset_tag_info{kind="ip",asset="192.0.2.1",tag="team-a"} 1"#

@@ -3,7 +3,20 @@
 use bytes::Bytes;
 
 use super::{Family, MetricType, Rendered, SampleWriter};
-use crate::snapshot::{Asset, ListPart, Reports, SndsColour};
+use crate::model::{Asset, Listing, Reports};
+use crate::vocabulary::{Kind, SndsColour};
+
+/// One list as the exposition reads it: its kind, its asset names in the order sent, and its
+/// samples as [`render_list`] wrote them.
+#[derive(Debug, Clone, Copy)]
+pub struct ListSamples<'a> {
+    /// IP addresses or domains.
+    pub kind: Kind,
+    /// Every asset's name.
+    pub names: &'a [Box<str>],
+    /// One chunk per family of [`list_families`].
+    pub samples: &'a [Bytes],
+}
 
 const fn gauge(name: &'static str, help: &'static str) -> Family {
     Family {
@@ -216,7 +229,7 @@ pub fn render_list(assets: &[Asset]) -> Vec<Bytes> {
 
 /// The sample lines of the reports of one list's assets, one chunk per family of
 /// [`REPORT_FAMILIES`]. Only assets still in the list count: a report never outlives its asset.
-fn render_reports(list: &ListPart, reports: &Reports) -> Vec<Bytes> {
+fn render_reports(list: &ListSamples<'_>, reports: &Reports) -> Vec<Bytes> {
     let kind = ("kind", list.kind.label());
     let reported = || {
         list.names
@@ -224,7 +237,7 @@ fn render_reports(list: &ListPart, reports: &Reports) -> Vec<Bytes> {
             .filter_map(|name| reports.get(list.kind, name).map(|r| (&**name, r)))
     };
     let mut w = SampleWriter::default();
-    type Value = fn(&crate::snapshot::Listing) -> f64;
+    type Value = fn(&Listing) -> f64;
     let per_blacklist: [(&Family, Value); 2] = [
         (&BLACKLIST_LISTED, |l| f64::from(u8::from(l.listed))),
         (&BLACKLIST_CHANGED, |l| l.changed),
@@ -260,7 +273,7 @@ fn render_reports(list: &ListPart, reports: &Reports) -> Vec<Bytes> {
 /// The per-asset body of these lists in both formats (no `# EOF`): each list's rendered
 /// samples, shared, between the family headers; and the report families when there are
 /// reports.
-pub fn render(lists: &[&ListPart], reports: Option<&Reports>) -> Rendered {
+pub fn render(lists: &[ListSamples<'_>], reports: Option<&Reports>) -> Rendered {
     let families: Vec<Family> = list_families().collect();
     let mut parts: Vec<(&Family, Vec<Bytes>)> = families
         .iter()

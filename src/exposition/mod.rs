@@ -4,14 +4,16 @@
 //! used here (no timestamps, no exemplars, no `_created`); they differ in the family headers:
 //! OpenMetrics names counters and info metrics without their `_total` / `_info` suffix and knows
 //! the `info` and `stateset` types, 0.0.4 writes them as counters and gauges under the sample
-//! name, and only OpenMetrics ends with `# EOF`. [`Writer`] owns those differences; the families
-//! themselves are described once, in [`assets`] and [`crate::telemetry`].
+//! name, and only OpenMetrics ends with `# EOF`. [`Rendered::assemble`] owns those differences
+//! for the per-asset families, described once in [`assets`].
 //!
-//! `prometheus-client` is not used for this: it has no stateset type and no 0.0.4 encoder, and
-//! the per-asset bodies are written straight from the snapshot, once per poll.
+//! `prometheus-client` is not used for the per-asset families: it has no stateset type and no
+//! 0.0.4 encoder, and those bodies are written straight from the snapshot, once per poll. It
+//! does hold the exporter's own families, whose 0.0.4 form [`text`] derives.
 
 pub mod assets;
 pub mod gzip;
+pub mod text;
 
 use bytes::Bytes;
 

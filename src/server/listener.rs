@@ -88,7 +88,7 @@ impl TlsListener {
         let (ready, incoming) = mpsc::channel(64);
         let permits = Arc::new(Semaphore::new(max_connections));
         let mut listener = no_delay(listener);
-        tokio::spawn(async move {
+        crate::task::spawn(async move {
             loop {
                 let next = async {
                     let permit = permits.clone().acquire_owned().await.ok();
@@ -102,7 +102,7 @@ impl TlsListener {
                     continue;
                 };
                 let ready = ready.clone();
-                tokio::spawn(async move {
+                crate::task::spawn(async move {
                     let handshake = TlsAcceptor::from(config).accept(tcp);
                     match tokio::time::timeout(HANDSHAKE_TIMEOUT, handshake).await {
                         Ok(Ok(tls)) => {

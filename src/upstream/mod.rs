@@ -1,8 +1,9 @@
 //! The API client: authentication, timeouts, the body-size cap, and the request metrics.
 //!
 //! [`Client::get`] makes exactly one request and classifies its outcome; retrying is the
-//! caller's decision (see [`crate::poll`]), made on [`FetchError::is_transient`].
+//! caller's decision (see [`retry`]), made on [`FetchError::is_transient`].
 
+pub mod auth;
 pub mod date;
 pub mod dto;
 pub mod retry;
@@ -11,59 +12,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use bytes::{Bytes, BytesMut};
-use reqwest::header::{self, HeaderValue};
+use reqwest::header;
 use reqwest::{StatusCode, Url};
 
-use crate::config::Secret;
-use crate::telemetry::{Code, Telemetry};
+use crate::telemetry::Telemetry;
+use crate::vocabulary::{Code, Endpoint, Secret};
+use auth::{Authorization, TokenError};
 use dto::DecodeError;
-
-/// The API endpoints, named as the `endpoint` label.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Endpoint {
-    /// `/api/v1/user`.
-    User,
-    /// `/api/v1/system-check`.
-    SystemCheck,
-    /// `/api/v1/ip-list`.
-    IpList,
-    /// `/api/v1/domain-list`.
-    DomainList,
-    /// `/api/v1/asset/{asset}`.
-    Asset,
-}
-
-impl Endpoint {
-    /// The endpoints of the list poll loop.
-    pub const POLLED: [Endpoint; 4] = [
-        Endpoint::User,
-        Endpoint::SystemCheck,
-        Endpoint::IpList,
-        Endpoint::DomainList,
-    ];
-
-    /// The `endpoint` label value.
-    pub fn label(self) -> &'static str {
-        match self {
-            Endpoint::User => "user",
-            Endpoint::SystemCheck => "system-check",
-            Endpoint::IpList => "ip-list",
-            Endpoint::DomainList => "domain-list",
-            Endpoint::Asset => "asset",
-        }
-    }
-
-    /// Path below the base address (the asset report's is followed by the asset).
-    pub fn path(self) -> &'static str {
-        match self {
-            Endpoint::User => "/api/v1/user",
-            Endpoint::SystemCheck => "/api/v1/system-check",
-            Endpoint::IpList => "/api/v1/ip-list",
-            Endpoint::DomainList => "/api/v1/domain-list",
-            Endpoint::Asset => "/api/v1/asset/",
-        }
-    }
-}
 
 /// Why a request gave nothing usable. Messages never hold the token.
 #[derive(Debug, thiserror::Error)]
@@ -112,14 +67,24 @@ impl FetchError {
     }
 }
 
+/// Why a client cannot be built.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// The token cannot be sent.
+    #[error("api.token: {0}")]
+    Token(#[from] TokenError),
+    /// The HTTP client (TLS) cannot be set up.
+    #[error("cannot build the HTTP client: {0}")]
+    Http(String),
+}
+
 /// A client of one account of the API.
 #[derive(Debug, Clone)]
 pub struct Client {
     http: reqwest::Client,
     /// Base address with any trailing slash removed, so paths append cleanly.
     base: String,
-    /// `Bearer <token>`, marked sensitive so that no debug output of a request shows it; follows
-    /// the token file when there is one.
+    /// The `Authorization` header; follows the token file when there is one.
     authorization: Arc<Authorization>,
     timeout: Duration,
     max_body_bytes: u64,
@@ -144,7 +109,7 @@ pub struct ClientOptions {
 impl Client {
     /// Builds the client; fails only when the token cannot be a header value or TLS cannot be
     /// set up.
-    pub fn new(options: ClientOptions, telemetry: Arc<Telemetry>) -> anyhow::Result<Client> {
+    pub fn new(options: ClientOptions, telemetry: Arc<Telemetry>) -> Result<Client, ClientError> {
         // reqwest is built without a default crypto provider (ring instead of aws-lc, lighter to
         // build); installing it twice is harmless.
         let _ = rustls::crypto::ring::default_provider().install_default();
@@ -154,7 +119,7 @@ impl Client {
             .timeout(options.timeout)
             .connect_timeout(options.timeout.min(Duration::from_secs(10)))
             .build()
-            .map_err(|e| anyhow::anyhow!("cannot build the HTTP client: {e}"))?;
+            .map_err(|e| ClientError::Http(e.to_string()))?;
         Ok(Client {
             http,
             base: options.base_url.as_str().trim_end_matches('/').to_owned(),
@@ -258,63 +223,6 @@ impl Client {
     }
 }
 
-/// The `Authorization` header, following the token file: a changed file (time, size or inode)
-/// is read again before the next request, so a rotated token needs no restart. A file that
-/// cannot be read or holds no valid token keeps the previous token, with a warning.
-#[derive(Debug)]
-struct Authorization {
-    file: Option<std::path::PathBuf>,
-    /// The header and the file's stamp when it was read. A std mutex: held for a `stat`, and
-    /// for a read only when the file changed; never across an `.await`.
-    current: std::sync::Mutex<(HeaderValue, Option<crate::config::FileStamp>)>,
-}
-
-fn bearer(token: &Secret) -> anyhow::Result<HeaderValue> {
-    let mut value = HeaderValue::from_str(&format!("Bearer {}", token.expose())).map_err(|_| {
-        anyhow::anyhow!("the API token holds characters that cannot be sent in a header")
-    })?;
-    value.set_sensitive(true);
-    Ok(value)
-}
-
-impl Authorization {
-    fn new(token: &Secret, file: Option<std::path::PathBuf>) -> anyhow::Result<Self> {
-        let stamp = file.as_deref().and_then(crate::config::FileStamp::of);
-        Ok(Authorization {
-            file,
-            current: std::sync::Mutex::new((bearer(token)?, stamp)),
-        })
-    }
-
-    fn current(&self) -> HeaderValue {
-        let mut current = self.current.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(path) = &self.file {
-            let stamp = crate::config::FileStamp::of(path);
-            if stamp.is_some() && stamp != current.1 {
-                let token = crate::config::read_token_file(path)
-                    .and_then(crate::config::check_token)
-                    .map_err(|e| e.to_string())
-                    .and_then(|token| bearer(&token).map_err(|e| e.to_string()));
-                match token {
-                    Ok(header) => {
-                        tracing::info!(file = %path.display(), "the token file changed: using the new token");
-                        *current = (header, stamp);
-                    }
-                    Err(error) => {
-                        tracing::warn!(
-                            file = %path.display(),
-                            error = %error,
-                            "the token file changed but cannot be used; keeping the previous token"
-                        );
-                        current.1 = stamp;
-                    }
-                }
-            }
-        }
-        current.0.clone()
-    }
-}
-
 fn code_of(error: &FetchError) -> Code {
     match error {
         FetchError::Rejected(status) | FetchError::Status { status, .. } => {
@@ -324,6 +232,25 @@ fn code_of(error: &FetchError) -> Code {
         FetchError::Connect(_) => Code::Connect,
         FetchError::TooLarge(_) | FetchError::Decode(_) => Code::Decode,
     }
+}
+
+/// The path of one asset's report: the name percent-encoded as one path segment, so that
+/// `../user` or `a/b?c` can only ever reach `/api/v1/asset/...`. `None` for the names no
+/// encoding makes safe (`.`, `..`, empty): URL parsers resolve those, encoded or not, as "this"
+/// or "parent" directory.
+pub fn asset_path(name: &str) -> Option<String> {
+    if matches!(name, "" | "." | "..") {
+        return None;
+    }
+    let mut out = String::from(Endpoint::Asset.path());
+    for byte in name.bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~') {
+            out.push(char::from(byte));
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    Some(out)
 }
 
 /// Reads `Retry-After` in both forms: delta-seconds, or an HTTP date (a date already past means
@@ -340,6 +267,22 @@ fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn names_are_encoded_as_one_path_segment() {
+        let segment = |name| asset_path(name).map(|p| p["/api/v1/asset/".len()..].to_owned());
+        assert_eq!(segment("192.0.2.1").as_deref(), Some("192.0.2.1"));
+        assert_eq!(segment("../user").as_deref(), Some("..%2Fuser"));
+        assert_eq!(segment("a/b?c").as_deref(), Some("a%2Fb%3Fc"));
+        assert_eq!(segment("2001:db8::1").as_deref(), Some("2001%3Adb8%3A%3A1"));
+        assert_eq!(
+            segment("bücher.example").as_deref(),
+            Some("b%C3%BCcher.example")
+        );
+        assert_eq!(segment(".."), None);
+        assert_eq!(segment("."), None);
+        assert_eq!(segment(""), None);
+    }
 
     #[test]
     fn retry_after_is_read_as_seconds_or_as_an_http_date() {

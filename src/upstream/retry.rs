@@ -13,8 +13,9 @@ use backon::{ExponentialBuilder, Retryable as _};
 use tokio::time::Instant;
 use tracing::debug;
 
-use super::{Endpoint, FetchError};
+use super::FetchError;
 use crate::telemetry::Telemetry;
+use crate::vocabulary::Endpoint;
 
 /// How transient failures are retried (`[backoff]` in the configuration).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -138,10 +139,8 @@ mod tests {
         for (gap, ceiling) in gaps.iter().zip([1, 2, 4, 8]) {
             assert!(*gap <= Duration::from_secs(ceiling), "{gaps:?}");
         }
-        let mut out = Vec::new();
-        let mut w = crate::exposition::Writer::new(crate::exposition::Format::Text, &mut out);
-        telemetry.render(&Default::default(), &mut w);
-        let text = String::from_utf8(out).unwrap();
+        let mut text = String::new();
+        telemetry.encode(&mut text);
         assert!(text.contains("reputation_api_retries_total{endpoint=\"ip-list\"} 4\n"));
     }
 

@@ -13,7 +13,7 @@ async fn emitted_names() -> BTreeSet<String> {
         upstream: SimulatedApi::new(6, 3),
         configure: Box::new(|s| {
             s.asset_reports.enabled = true;
-            s.asset_reports.interval = Some("300ms".into());
+            s.asset_reports.interval = crate::helpers::duration("300ms");
         }),
         ..Options::default()
     })

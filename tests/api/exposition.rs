@@ -1,6 +1,6 @@
 use std::io::Read as _;
 
-use reputation_exporter::snapshot::Kind;
+use reputation_exporter::vocabulary::Kind;
 use serde_json::{Value, json};
 
 use crate::helpers::{Options, PROMETHEUS_ACCEPT, reference_parse, spawn_app_with, up};

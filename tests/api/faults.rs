@@ -8,18 +8,18 @@ use std::time::{Duration, Instant};
 
 use reputation_exporter::config::Settings;
 use reputation_exporter::demo::{Fault, SimulatedApi};
-use reputation_exporter::snapshot::Kind;
+use reputation_exporter::vocabulary::Kind;
 
-use crate::helpers::{DEADLINE, Options, TestApp, logs, sample, spawn_app_with, up};
+use crate::helpers::{DEADLINE, Options, TestApp, sample, spawn_app_with, up};
 
 const IP_LIST: &str = "/api/v1/ip-list";
 const DOMAIN_LIST: &str = "/api/v1/domain-list";
 
 /// Fast retries: ceilings 100, 200, 400, 400... ms, given up after 2 s.
 fn fast_backoff(settings: &mut Settings) {
-    settings.backoff.initial_delay = Some("100ms".into());
-    settings.backoff.max_delay = Some("400ms".into());
-    settings.backoff.max_elapsed = Some("2s".into());
+    settings.backoff.initial_delay = crate::helpers::duration("100ms");
+    settings.backoff.max_delay = crate::helpers::duration("400ms");
+    settings.backoff.max_elapsed = crate::helpers::duration("2s");
 }
 
 fn options(interval: &'static str, configure: fn(&mut Settings)) -> Options {
@@ -104,8 +104,8 @@ async fn retry_after_of_2_seconds_holds_the_next_request_back_2_seconds() {
     let mut app = spawn_app_with(Options {
         start_polling: false,
         ..options("30s", |s| {
-            s.backoff.max_delay = Some("5s".into());
-            s.backoff.max_elapsed = Some("10s".into());
+            s.backoff.max_delay = crate::helpers::duration("5s");
+            s.backoff.max_elapsed = crate::helpers::duration("10s");
         })
     })
     .await;
@@ -124,8 +124,8 @@ async fn an_endless_503_is_given_up_within_max_elapsed_and_values_expire_after_m
     let app = spawn_app_with(Options {
         max_age: "3s",
         ..options("2s", |s| {
-            s.backoff.max_delay = Some("200ms".into());
-            s.backoff.max_elapsed = Some("600ms".into());
+            s.backoff.max_delay = crate::helpers::duration("200ms");
+            s.backoff.max_elapsed = crate::helpers::duration("600ms");
         })
     })
     .await;
@@ -204,7 +204,7 @@ async fn a_rejected_token_is_tried_once_per_interval_and_recovers_when_accepted(
     let body = app.metrics().await;
     assert_eq!(
         sample(&body, r#"reputation_api_retries_total{endpoint="ip-list"}"#),
-        None
+        Some(0.0)
     );
     assert!(
         value(
@@ -212,7 +212,7 @@ async fn a_rejected_token_is_tried_once_per_interval_and_recovers_when_accepted(
             r#"reputation_api_requests_total{endpoint="ip-list",code="401"}"#
         ) >= 2.0
     );
-    assert!(logs().contains("the token is rejected"));
+    assert!(app.logs().contains("the token is rejected"));
 
     app.upstream
         .set_token(reputation_exporter::demo::DEMO_TOKEN);
@@ -254,7 +254,7 @@ async fn a_403_is_not_retried_and_marks_the_token_rejected() {
 async fn a_timeout_is_counted_and_retried() {
     let mut app = spawn_app_with(Options {
         start_polling: false,
-        ..options("30s", |s| s.api.timeout = Some("300ms".into()))
+        ..options("30s", |s| s.api.timeout = crate::helpers::duration("300ms"))
     })
     .await;
     app.upstream
@@ -283,8 +283,8 @@ async fn a_refused_connection_is_counted_retried_and_the_exporter_keeps_serving(
     let app = spawn_app_with(Options {
         configure: Box::new(move |s| {
             fast_backoff(s);
-            s.backoff.max_elapsed = Some("500ms".into());
-            s.api.base_url = Some(format!("http://{address}"));
+            s.backoff.max_elapsed = crate::helpers::duration("500ms");
+            s.api.base_url = Some(format!("http://{address}").parse().unwrap());
         }),
         interval: "30s",
         ..Options::default()
@@ -335,7 +335,7 @@ async fn malformed_json_fails_the_poll_without_retry_and_keeps_the_values() {
         let (app, body) = after_one_bad_ip_list(Fault::Body(bad.into()), |_| {}).await;
         assert_eq!(
             sample(&body, r#"reputation_api_retries_total{endpoint="ip-list"}"#),
-            None,
+            Some(0.0),
             "{bad}"
         );
         assert_eq!(
@@ -343,7 +343,7 @@ async fn malformed_json_fails_the_poll_without_retry_and_keeps_the_values() {
             3.0,
             "{bad}"
         );
-        let log = logs();
+        let log = app.logs();
         assert!(
             log.lines().any(|l| l.contains("ip-list")
                 && l.contains("poll failed")
@@ -378,7 +378,7 @@ async fn a_wrong_type_in_one_item_skips_that_item_only() {
         1.0
     );
     assert!(
-        logs()
+        app.logs()
             .lines()
             .any(|l| l.contains("skipped an invalid item") && l.contains("$[1].senderscore"))
     );
@@ -408,7 +408,7 @@ async fn a_body_over_max_body_bytes_fails_that_list_only() {
     assert_eq!(value(&body, r#"reputation_assets{kind="ip"}"#), 0.0);
     assert_eq!(value(&body, r#"reputation_assets{kind="domain"}"#), 2.0);
     assert_eq!(app.upstream.requests(IP_LIST), 1, "not retried");
-    assert!(logs().contains("larger than api.max_body_bytes"));
+    assert!(app.logs().contains("larger than api.max_body_bytes"));
 }
 
 #[tokio::test]
@@ -462,7 +462,7 @@ async fn the_token_appears_in_no_log_line_error_or_metric() {
 
     let metrics = app.metrics().await;
     let page = app.get("/").await.text().await.unwrap();
-    let log = logs();
+    let log = app.logs();
     assert!(log.contains("the token is rejected"), "logs were captured");
     assert!(
         log.contains("TRACE") || log.contains("DEBUG"),
@@ -500,7 +500,7 @@ async fn a_rotated_token_file_is_picked_up_without_a_restart() {
         interval: "200ms",
         configure: Box::new(move |s| {
             s.api.token = None;
-            s.api.token_file = Some(file);
+            s.api.token_file = Some(file.into());
         }),
         ..Options::default()
     })
@@ -520,7 +520,7 @@ async fn a_rotated_token_file_is_picked_up_without_a_restart() {
         })
         .await;
     assert_eq!(value(&body, r#"reputation_assets{kind="ip"}"#), 3.0);
-    let log = logs();
+    let log = app.logs();
     assert!(log.contains("the token file changed: using the new token"));
     assert!(!log.contains("first-rotating-token") && !log.contains("second-rotating-token"));
     std::fs::remove_dir_all(dir).unwrap();

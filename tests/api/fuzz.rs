@@ -7,8 +7,10 @@ use std::sync::Arc;
 
 use proptest::prelude::*;
 use reputation_exporter::exposition::Format;
-use reputation_exporter::snapshot::{Asset, AssetSet, Kind, ListPart, Snapshot};
+use reputation_exporter::model::{Asset, AssetSet};
+use reputation_exporter::snapshot::{ListPart, Snapshot};
 use reputation_exporter::upstream::{date, dto};
+use reputation_exporter::vocabulary::Kind;
 use serde_json::{Value, json};
 
 /// Strings with the characters the encoders must escape, and some they must not touch.

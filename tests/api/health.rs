@@ -33,7 +33,7 @@ async fn ready_is_503_before_the_first_poll_and_200_after() {
 
 #[tokio::test]
 async fn the_landing_page_lists_assets_worst_first_with_names_escaped() {
-    use reputation_exporter::snapshot::Kind;
+    use reputation_exporter::vocabulary::Kind;
     let app = spawn_app_with(Options {
         start_polling: false,
         ..Options::default()

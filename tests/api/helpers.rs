@@ -3,14 +3,17 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use reputation_exporter::config::{Secret, Settings, Source};
+use reputation_exporter::app::App;
+use reputation_exporter::config::Settings;
 use reputation_exporter::demo::{DEMO_TOKEN, SimulatedApi};
-use reputation_exporter::{Exporter, server};
+use reputation_exporter::server;
+use reputation_exporter::vocabulary::Secret;
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
+use tracing::instrument::WithSubscriber as _;
 
 /// Longest wait for anything the exporter should do by itself.
 pub const DEADLINE: Duration = Duration::from_secs(15);
@@ -18,6 +21,11 @@ pub const DEADLINE: Duration = Duration::from_secs(15);
 /// Accept header of Prometheus 3.
 pub const PROMETHEUS_ACCEPT: &str = "application/openmetrics-text;version=1.0.0;q=0.6,\
      application/openmetrics-text;version=0.0.1;q=0.5,text/plain;version=0.0.4;q=0.3,*/*;q=0.2";
+
+/// A duration written as in the configuration (`300ms`, `2s`).
+pub fn duration(text: &str) -> Duration {
+    humantime::parse_duration(text).expect("a duration")
+}
 
 /// How to start a test exporter.
 pub struct Options {
@@ -27,7 +35,8 @@ pub struct Options {
     pub interval: &'static str,
     /// `metrics.max_age`.
     pub max_age: &'static str,
-    /// Whether the poll loop starts right away.
+    /// Whether the upstream answers from the start; when false it holds every request until
+    /// [`TestApp::start_polling`].
     pub start_polling: bool,
     /// Last changes to the settings (backoff, timeouts, base address...).
     pub configure: Box<dyn FnOnce(&mut Settings) + Send>,
@@ -51,13 +60,13 @@ impl Default for Options {
     }
 }
 
-/// A running exporter on 127.0.0.1 and the simulated API behind it.
+/// A running exporter on 127.0.0.1, the simulated API behind it, and what it logged.
 pub struct TestApp {
     pub address: SocketAddr,
     pub upstream: SimulatedApi,
     http: reqwest::Client,
-    poller: Option<reputation_exporter::poll::Poller>,
-    reports: Option<reputation_exporter::reports::ReportPoller>,
+    /// Every line this exporter logged, at every level; no other exporter writes here.
+    log: Arc<Mutex<Vec<u8>>>,
     _shutdown: oneshot::Sender<()>,
 }
 
@@ -65,64 +74,85 @@ pub async fn spawn_app() -> TestApp {
     spawn_app_with(Options::default()).await
 }
 
+/// Starts an exporter the way `main` does (`app::run` on a listener, until a shutdown future
+/// completes), under a log subscriber of its own.
 pub async fn spawn_app_with(options: Options) -> TestApp {
-    log_buffer();
+    // The exporter installs the same provider when it builds its client; the test's own client
+    // may be built first.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let base_url = options
         .upstream
         .spawn()
         .await
         .expect("simulated API starts");
+    if !options.start_polling {
+        options.upstream.hold();
+    }
     let mut settings = Settings::default();
-    settings.poll.interval = Some(options.interval.into());
-    settings.metrics.max_age = Some(options.max_age.into());
-    settings.web.listen_address = Some("127.0.0.1:0".into());
-    settings.api.base_url = Some(base_url.clone());
-    settings.api.token = Some(options.token.into());
+    settings.poll.interval = duration(options.interval);
+    settings.metrics.max_age = duration(options.max_age);
+    settings.api.base_url = Some(base_url.parse().unwrap());
+    settings.api.token = Some(Secret::new(options.token));
     (options.configure)(&mut settings);
-    let target = settings.api.base_url.clone().unwrap();
     let config = settings.validate(false).expect("valid test configuration");
 
-    let (token, token_file) = match &config.api.source {
-        Source::Remote {
-            token, token_file, ..
-        } => (token.clone(), token_file.clone()),
-        Source::Demo => (Secret::new(DEMO_TOKEN), None),
-    };
-    let exporter = Exporter::new(&config, target.parse().unwrap(), token, token_file)
-        .expect("exporter builds");
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let sink = log.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::TRACE)
+        .with_ansi(false)
+        .with_writer(move || Sink(sink.clone()))
+        .finish();
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
     let (shutdown, stopped) = oneshot::channel::<()>();
-    tokio::spawn(server::serve_bounded(
-        listener,
-        exporter.state.clone(),
-        async {
-            let _ = stopped.await;
-        },
-        options.max_connections,
-    ));
-    let mut test_app = TestApp {
+    let max_connections = options.max_connections;
+    tokio::spawn(
+        async move {
+            let app = App::build(&config).await.expect("exporter builds");
+            let stopped = async {
+                let _ = stopped.await;
+            };
+            app.with_max_connections(max_connections)
+                .serve(listener, stopped)
+                .await
+                .expect("exporter serves");
+        }
+        .with_subscriber(subscriber),
+    );
+    TestApp {
         address,
         upstream: options.upstream,
         http: reqwest::Client::builder().no_gzip().build().unwrap(),
-        poller: Some(exporter.poller),
-        reports: exporter.reports,
+        log,
         _shutdown: shutdown,
-    };
-    if options.start_polling {
-        test_app.start_polling();
     }
-    test_app
 }
 
 impl TestApp {
-    /// Starts the poll loop, if it is not running yet.
+    /// Lets the upstream answer, if it was held.
     pub fn start_polling(&mut self) {
-        if let Some(poller) = self.poller.take() {
-            tokio::spawn(poller.run());
-        }
-        if let Some(reports) = self.reports.take() {
-            tokio::spawn(reports.run());
+        self.upstream.release();
+    }
+
+    /// Every line this exporter has logged so far.
+    pub fn logs(&self) -> String {
+        String::from_utf8_lossy(&self.log.lock().unwrap()).into_owned()
+    }
+
+    /// Waits until the log holds a line containing `text`; panics after [`DEADLINE`].
+    pub async fn log_when(&self, text: &str) -> String {
+        let deadline = tokio::time::Instant::now() + DEADLINE;
+        loop {
+            let logs = self.logs();
+            if logs.contains(text) {
+                return logs;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "timed out waiting for the log line {text:?}; log:\n{logs}"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
 
@@ -172,29 +202,7 @@ pub fn sample(body: &str, series: &str) -> Option<f64> {
     })
 }
 
-/// Every log line of this test binary, at every level, since the first exporter started.
-pub fn logs() -> String {
-    String::from_utf8_lossy(&log_buffer().lock().unwrap()).into_owned()
-}
-
-/// Installs (once) the global subscriber that writes every event into a buffer.
-fn log_buffer() -> &'static std::sync::Mutex<Vec<u8>> {
-    use std::sync::Mutex;
-    static LOGS: OnceLock<Arc<Mutex<Vec<u8>>>> = OnceLock::new();
-    LOGS.get_or_init(|| {
-        let buffer = Arc::new(Mutex::new(Vec::new()));
-        let sink = buffer.clone();
-        let subscriber = tracing_subscriber::fmt()
-            .with_max_level(tracing::Level::TRACE)
-            .with_ansi(false)
-            .with_writer(move || Sink(sink.clone()))
-            .finish();
-        tracing::subscriber::set_global_default(subscriber).expect("one global subscriber");
-        buffer
-    })
-}
-
-struct Sink(Arc<std::sync::Mutex<Vec<u8>>>);
+struct Sink(Arc<Mutex<Vec<u8>>>);
 
 impl std::io::Write for Sink {
     fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {

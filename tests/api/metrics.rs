@@ -1,4 +1,4 @@
-use reputation_exporter::snapshot::Kind;
+use reputation_exporter::vocabulary::Kind;
 use serde_json::json;
 
 use crate::helpers::{Options, sample, spawn_app, spawn_app_with, up};

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use reputation_exporter::config::Settings;
 use reputation_exporter::demo::{DEMO_TOKEN, SimulatedApi};
-use reputation_exporter::snapshot::Kind;
+use reputation_exporter::vocabulary::Kind;
 use serde_json::json;
 
 use crate::helpers::{Options, TestApp, sample, spawn_app_with, up};
@@ -16,7 +16,7 @@ fn with_reports(upstream: SimulatedApi, configure: fn(&mut Settings)) -> Options
         interval: "30s",
         configure: Box::new(move |s| {
             s.asset_reports.enabled = true;
-            s.asset_reports.interval = Some("500ms".into());
+            s.asset_reports.interval = crate::helpers::duration("500ms");
             configure(s);
         }),
         ..Options::default()
@@ -187,7 +187,7 @@ async fn requests_in_flight_never_exceed_the_concurrency_bound() {
     // 20 assets spread over 1 s come every 50 ms; each takes 200 ms: 4 would overlap.
     upstream.set_report_delay(Duration::from_millis(200));
     let app = spawn_app_with(with_reports(upstream, |s| {
-        s.asset_reports.interval = Some("1s".into());
+        s.asset_reports.interval = crate::helpers::duration("1s");
         s.asset_reports.concurrency = 3;
     }))
     .await;

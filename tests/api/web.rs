@@ -11,7 +11,7 @@ use rcgen::{
 use rustls_pki_types::pem::PemObject as _;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 
-use crate::helpers::{DEADLINE, Options, TestApp, logs, spawn_app_with, up};
+use crate::helpers::{DEADLINE, Options, TestApp, spawn_app_with, up};
 
 /// A certificate authority made for one test.
 struct TestCa {
@@ -113,7 +113,7 @@ const TLS: &str = "tls_server_config:\n  cert_file: server.crt\n  key_file: serv
 async fn spawn_with_web_config(file: &Path) -> TestApp {
     let file = file.to_str().unwrap().to_owned();
     spawn_app_with(Options {
-        configure: Box::new(move |settings| settings.web.config_file = Some(file)),
+        configure: Box::new(move |settings| settings.web.config_file = Some(file.into())),
         ..Options::default()
     })
     .await
@@ -273,7 +273,7 @@ async fn basic_auth_answers_401_without_valid_credentials_and_200_with_them() {
     assert_eq!(landing.status(), 401);
 
     assert!(
-        !logs().contains("s3cret-Pa55"),
+        !app.logs().contains("s3cret-Pa55"),
         "a password reached the logs"
     );
 }
@@ -313,7 +313,7 @@ async fn a_rotated_certificate_serves_the_next_connection_without_a_restart() {
             .is_err(),
         "the old certificate is still served"
     );
-    assert!(logs().contains("web configuration file reloaded"));
+    app.log_when("web configuration file reloaded").await;
 }
 
 #[tokio::test]
@@ -340,11 +340,10 @@ async fn an_invalid_change_keeps_the_last_good_configuration_and_says_why() {
     assert_eq!(status("first-password").await, 401);
 
     dir.write("web.yml", "basic_auth_users:\n  prom: not-a-bcrypt-hash\n");
-    eventually("the invalid change to be reported", || async {
-        logs().contains("basic_auth_users.prom: not a bcrypt hash")
-    })
-    .await;
-    assert!(logs().contains("keeping the last good configuration"));
+    let logs = app
+        .log_when("basic_auth_users.prom: not a bcrypt hash")
+        .await;
+    assert!(logs.contains("keeping the last good configuration"));
     assert_eq!(status("second-password").await, 200);
     assert_eq!(status("first-password").await, 401);
 }

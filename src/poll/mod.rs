@@ -13,13 +13,19 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tracing::{debug, error, info, warn};
 
-use crate::config::USER_INTERVAL;
-use crate::snapshot::{AssetSet, DecodedAssets, Kind, Unrecognized};
+use crate::model::{AssetSet, DecodedAssets};
 use crate::store::Store;
 use crate::telemetry::Telemetry;
 use crate::upstream::dto::{self, DecodeError, SystemStatus, User};
 use crate::upstream::retry::RetryPolicy;
-use crate::upstream::{Client, Endpoint, FetchError};
+use crate::upstream::{Client, FetchError};
+use crate::vocabulary::{Endpoint, Kind, Unrecognized};
+
+pub mod reports;
+pub mod selection;
+
+/// How often `/api/v1/user` is polled after it first answered (DESIGN: at start, then hourly).
+pub const USER_INTERVAL: Duration = Duration::from_secs(3600);
 
 /// At most this many invalid items of one list are logged one by one per poll.
 const MAX_LOGGED_ITEMS: usize = 5;
@@ -67,7 +73,9 @@ impl Poller {
             loop {
                 let wake = self.store.next_expiry().map_or(due, |e| e.min(due));
                 tokio::time::sleep_until(wake).await;
-                self.store.expire(Instant::now());
+                if self.store.expire(Instant::now()) {
+                    self.count_assets();
+                }
                 if Instant::now() >= due {
                     break;
                 }
@@ -119,10 +127,7 @@ impl Poller {
     }
 
     async fn poll_list(&self, kind: Kind, deadline: Instant) -> bool {
-        let endpoint = match kind {
-            Kind::Ip => Endpoint::IpList,
-            Kind::Domain => Endpoint::DomainList,
-        };
+        let endpoint = Endpoint::list(kind);
         let fetched = Instant::now();
         let decoded = match self
             .fetch(endpoint, deadline, |body| AssetSet::decode(body, kind))
@@ -147,7 +152,7 @@ impl Poller {
         unrecognized.extend(more);
 
         let store = self.store.clone();
-        let replaced = tokio::task::spawn_blocking(move || store.replace(kind, set, fetched)).await;
+        let replaced = crate::task::spawn_blocking(move || store.replace(kind, set, fetched)).await;
         match replaced {
             Ok(()) => {}
             // The runtime is shutting down.
@@ -158,6 +163,7 @@ impl Poller {
                 return false;
             }
         }
+        self.count_assets();
         for value in self.telemetry.unrecognized(unrecognized) {
             warn!(
                 field = value.field,
@@ -206,6 +212,14 @@ impl Poller {
                 true
             }
             Err(e) => self.failed(endpoint, &e),
+        }
+    }
+
+    /// Tells the telemetry how many assets of each kind the store serves now.
+    fn count_assets(&self) {
+        let snapshot = self.store.current();
+        for kind in Kind::ALL {
+            self.telemetry.assets(kind, snapshot.count(kind));
         }
     }
 
@@ -264,26 +278,15 @@ fn log_rejected(endpoint: Endpoint, rejected: &[DecodeError]) -> Vec<Unrecognize
 
 /// The list item field a JSON path points into, as a `field` label.
 fn field_of(path: &str) -> &'static str {
-    const FIELDS: [&str; 13] = [
-        "ip",
-        "domain",
-        "hosts",
-        "ips",
-        "senderscore",
-        "senderscore_prev",
-        "senderscore_change",
-        "blacklisted",
-        "blacklisted_change",
-        "snds_blocked",
-        "snds_blocked_change",
-        "snds_reputation",
-        "snds_reputation_change",
-    ];
     let field = path
         .split_once("].")
         .map(|(_, rest)| rest.split(['.', '[']).next().unwrap_or(""))
         .unwrap_or("");
-    FIELDS.into_iter().find(|f| *f == field).unwrap_or("item")
+    Unrecognized::FIELDS[..13]
+        .iter()
+        .copied()
+        .find(|f| *f == field)
+        .unwrap_or("item")
 }
 
 #[cfg(test)]

@@ -1,0 +1,341 @@
+//! The configuration: layered, deserialized into the typed [`Settings`] tree, and validated into
+//! the [`Config`] the exporter is built from.
+//!
+//! Layers, later ones winning: built-in defaults, the TOML file (`--config.file`), environment
+//! variables `REPUTATION_EXPORTER_<SECTION>__<KEY>` ([`env`]), then command-line flags
+//! ([`cli`]). Every value is parsed where it is read ([`parse`]), so a wrong one is refused with
+//! its key; [`Settings::validate`] then checks what involves several keys.
+
+pub mod cli;
+mod env;
+mod parse;
+pub mod settings;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use figment::Figment;
+use figment::providers::{Format, Serialized, Toml};
+
+use crate::logging::LogFormat;
+use crate::poll::reports::ReportSchedule;
+use crate::poll::selection::Selection;
+use crate::upstream::auth::{self, TokenError};
+use crate::upstream::retry::RetryPolicy;
+use crate::vocabulary::Secret;
+use crate::web_config::WebConfigFile;
+pub use cli::Cli;
+pub use env::ENV_PREFIX;
+use env::RawEnv;
+pub use settings::Settings;
+
+/// A configuration the exporter refuses, with the key that holds the wrong value.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// A value that is present but wrong.
+    #[error("invalid configuration: {key}: {message}")]
+    Invalid {
+        /// Dotted key, as in the TOML file (`api.timeout`).
+        key: &'static str,
+        /// What is wrong and what would be right; never the token.
+        message: String,
+    },
+    /// A layer that could not be read or does not fit the settings tree.
+    #[error("invalid configuration: {0}")]
+    Layer(String),
+}
+
+fn invalid(key: &'static str, message: impl Into<String>) -> ConfigError {
+    ConfigError::Invalid {
+        key,
+        message: message.into(),
+    }
+}
+
+/// The validated configuration: what the exporter is built from.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Where the data comes from.
+    pub api: ApiConfig,
+    /// Interval of the list poll loop.
+    pub poll_interval: Duration,
+    /// Age after which the values of a failing endpoint are no longer served.
+    pub max_age: Duration,
+    /// Retries of transient failures.
+    pub retry: RetryPolicy,
+    /// Per-asset reports, when `asset_reports.enabled`.
+    pub asset_reports: Option<ReportSchedule>,
+    /// The exporter's own HTTP endpoint.
+    pub web: WebConfig,
+    /// Logging.
+    pub log: LogConfig,
+    /// Problems that do not stop the start, to log once logging runs.
+    pub warnings: Vec<String>,
+}
+
+/// Which upstream to poll and how.
+#[derive(Debug, Clone)]
+pub struct ApiConfig {
+    /// A real account, or the built-in simulation.
+    pub source: Source,
+    /// Timeout of one whole request, body included.
+    pub timeout: Duration,
+    /// Largest response body accepted.
+    pub max_body_bytes: u64,
+}
+
+/// The upstream the exporter polls.
+#[derive(Debug, Clone)]
+pub enum Source {
+    /// A real account of the monitoring service.
+    Remote {
+        /// Base address.
+        base_url: reqwest::Url,
+        /// The bearer token.
+        token: Secret,
+        /// Where the token came from, when from a file: re-read when it changes.
+        token_file: Option<PathBuf>,
+    },
+    /// `--demo`: the simulated API, started on loopback by the exporter itself.
+    Demo,
+}
+
+/// The exporter's own endpoint.
+#[derive(Debug, Clone)]
+pub struct WebConfig {
+    /// Address to bind.
+    pub listen_address: SocketAddr,
+    /// Path of the metrics endpoint, starting with `/`.
+    pub telemetry_path: String,
+    /// TLS, basic auth and headers from `web.config_file`; open when there is none.
+    pub config_file: Arc<WebConfigFile>,
+}
+
+/// Logging settings.
+#[derive(Debug, Clone, Copy)]
+pub struct LogConfig {
+    /// Most verbose level written.
+    pub level: tracing::Level,
+    /// Line format.
+    pub format: LogFormat,
+}
+
+impl Config {
+    /// Loads every layer for these flags and validates the result.
+    pub fn load(cli: &Cli) -> Result<Config, ConfigError> {
+        Settings::load(cli)?.validate(cli.demo)
+    }
+}
+
+impl Settings {
+    /// Merges defaults, the TOML file, the environment and the flags.
+    pub fn load(cli: &Cli) -> Result<Settings, ConfigError> {
+        Self::extract(cli, std::env::vars())
+    }
+
+    /// [`Settings::load`] with this environment (an iterator, so tests need not touch the
+    /// process environment).
+    pub fn extract(
+        cli: &Cli,
+        env: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<Settings, ConfigError> {
+        Self::figment(cli, env)
+            .extract()
+            .map_err(|e| ConfigError::Layer(describe_figment_error(e)))
+    }
+
+    /// The layered figment for these flags and this environment; what is not in it takes the
+    /// defaults of [`settings`].
+    pub fn figment(cli: &Cli, env: impl IntoIterator<Item = (String, String)>) -> Figment {
+        let mut figment = Figment::new();
+        if cli.demo {
+            // The simulation moves every few seconds; a shorter default shows it.
+            figment = figment.merge(Serialized::default("poll.interval", "15s"));
+        }
+        if let Some(file) = &cli.config_file {
+            figment = figment.merge(Toml::file_exact(file));
+        }
+        figment = figment.merge(RawEnv::new(env));
+        let flags = [
+            ("web.listen_address", &cli.listen_address),
+            ("web.telemetry_path", &cli.telemetry_path),
+            ("web.config_file", &cli.web_config_file),
+            ("log.level", &cli.log_level),
+            ("log.format", &cli.log_format),
+        ];
+        for (key, value) in flags {
+            if let Some(value) = value {
+                figment = figment.merge(Serialized::default(key, value));
+            }
+        }
+        figment
+    }
+
+    /// Checks what involves several keys, and builds what each section configures.
+    pub fn validate(self, demo: bool) -> Result<Config, ConfigError> {
+        let mut warnings = Vec::new();
+        let source = if demo {
+            Source::Demo
+        } else {
+            let token_file = self.api.token_file.clone();
+            if let Some(problem) = token_file
+                .as_deref()
+                .and_then(auth::token_file_mode_problem)
+            {
+                if running_as_root_in_a_container() {
+                    warnings.push(problem);
+                } else {
+                    return Err(invalid("api.token_file", problem));
+                }
+            }
+            let base_url = self.api.base_url.clone().ok_or_else(|| {
+                invalid(
+                    "api.base_url",
+                    "required (the address of the API, e.g. https://api.example.com), unless \
+                     --demo",
+                )
+            })?;
+            Source::Remote {
+                base_url,
+                token: token(self.api.token.clone(), token_file.as_deref())?,
+                token_file,
+            }
+        };
+        if self.api.max_body_bytes == 0 {
+            return Err(invalid("api.max_body_bytes", "must be greater than 0"));
+        }
+        let retry = RetryPolicy {
+            initial_delay: self.backoff.initial_delay,
+            max_delay: self.backoff.max_delay,
+            max_elapsed: self.backoff.max_elapsed,
+        };
+        if retry.initial_delay > retry.max_delay {
+            return Err(invalid(
+                "backoff.initial_delay",
+                "must not be longer than backoff.max_delay",
+            ));
+        }
+        let reports = self.asset_reports;
+        if reports.concurrency == 0 {
+            return Err(invalid("asset_reports.concurrency", "must be at least 1"));
+        }
+        Ok(Config {
+            api: ApiConfig {
+                source,
+                timeout: self.api.timeout,
+                max_body_bytes: self.api.max_body_bytes,
+            },
+            poll_interval: self.poll.interval,
+            max_age: self.metrics.max_age,
+            retry,
+            asset_reports: reports.enabled.then(|| ReportSchedule {
+                interval: reports.interval,
+                concurrency: reports.concurrency,
+                selection: Selection::new(reports.include, reports.exclude, reports.shard),
+                timezone: reports.timezone,
+            }),
+            web: WebConfig {
+                listen_address: self.web.listen_address,
+                telemetry_path: telemetry_path(self.web.telemetry_path)?,
+                config_file: match &self.web.config_file {
+                    None => WebConfigFile::none(),
+                    Some(path) => WebConfigFile::load(path).map_err(|e| {
+                        invalid("web.config_file", format!("{}: {e}", path.display()))
+                    })?,
+                },
+            },
+            log: LogConfig {
+                level: self.log.level,
+                format: self.log.format,
+            },
+            warnings,
+        })
+    }
+}
+
+fn telemetry_path(value: String) -> Result<String, ConfigError> {
+    const KEY: &str = "web.telemetry_path";
+    let reserved = ["/", "/-/healthy", "/-/ready"];
+    if !value.starts_with('/') || value.contains(['?', '#', ' ']) {
+        return Err(invalid(
+            KEY,
+            format!("`{value}` is not a path such as /metrics"),
+        ));
+    }
+    if reserved.contains(&value.as_str()) {
+        return Err(invalid(
+            KEY,
+            format!("`{value}` is taken by the exporter itself"),
+        ));
+    }
+    Ok(value)
+}
+
+fn token(token: Option<Secret>, file: Option<&std::path::Path>) -> Result<Secret, ConfigError> {
+    let value = match (token, file) {
+        (Some(_), Some(_)) => {
+            return Err(invalid(
+                "api.token",
+                "set only one of api.token and api.token_file",
+            ));
+        }
+        (Some(token), None) => token.expose().to_owned(),
+        (None, Some(path)) => auth::read_token_file(path).map_err(token_error)?,
+        (None, None) => {
+            return Err(invalid(
+                "api.token_file",
+                "one of api.token_file and api.token is required, unless --demo",
+            ));
+        }
+    };
+    auth::check_token(value).map_err(token_error)
+}
+
+fn token_error(error: TokenError) -> ConfigError {
+    let key = match error {
+        TokenError::Unreadable { .. } => "api.token_file",
+        _ => "api.token",
+    };
+    invalid(key, error.to_string())
+}
+
+/// Root inside a container (Docker, Podman, Kubernetes) often cannot choose the mode of a
+/// mounted secret; there a readable token file is a warning, not a refusal.
+fn running_as_root_in_a_container() -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt as _;
+        // /proc/self belongs to the process' effective user.
+        let root = std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0);
+        let container = std::path::Path::new("/.dockerenv").exists()
+            || std::path::Path::new("/run/.containerenv").exists()
+            || std::env::var_os("KUBERNETES_SERVICE_HOST").is_some();
+        root && container
+    }
+    #[cfg(not(unix))]
+    false
+}
+
+/// figment's messages quote wrong values; the token must not be one of them. Each problem is
+/// written as `key: what is wrong`.
+fn describe_figment_error(error: figment::Error) -> String {
+    error
+        .into_iter()
+        .map(|e| {
+            let key = e.path.join(".");
+            if key == "api.token" {
+                format!("{key}: must be a string")
+            } else if key.is_empty() {
+                e.to_string()
+            } else {
+                format!("{key}: {}", e.kind)
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,191 @@
+//! Serde helpers that read each typed setting from its written form, whichever layer it comes
+//! from: the TOML file gives strings, numbers and booleans; the environment gives strings only.
+//! Every message names what is wrong and what would be right; the key is added by the caller.
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde::de::{self, Deserializer, Visitor};
+
+use crate::logging::LogFormat;
+use crate::vocabulary::Secret;
+
+/// A string, or a number or boolean written where a string was meant.
+fn text<'de, D: Deserializer<'de>>(deserializer: D) -> Result<String, D::Error> {
+    struct Text;
+    impl Visitor<'_> for Text {
+        type Value = String;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a string")
+        }
+        fn visit_str<E>(self, v: &str) -> Result<String, E> {
+            Ok(v.to_owned())
+        }
+        fn visit_i64<E>(self, v: i64) -> Result<String, E> {
+            Ok(v.to_string())
+        }
+        fn visit_u64<E>(self, v: u64) -> Result<String, E> {
+            Ok(v.to_string())
+        }
+        fn visit_f64<E>(self, v: f64) -> Result<String, E> {
+            Ok(v.to_string())
+        }
+        fn visit_bool<E>(self, v: bool) -> Result<String, E> {
+            Ok(v.to_string())
+        }
+    }
+    deserializer.deserialize_any(Text)
+}
+
+/// Reads the written form and converts it with `parse`, whose message becomes the error.
+fn parsed<'de, D, T>(
+    deserializer: D,
+    parse: impl FnOnce(&str) -> Result<T, String>,
+) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+{
+    let written = text(deserializer)?;
+    parse(&written).map_err(de::Error::custom)
+}
+
+/// `500ms`, `30s`, `5m`, `1h`; never zero.
+pub fn duration<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Duration, D::Error> {
+    parsed(deserializer, |value| {
+        let parsed = humantime::parse_duration(value.trim()).map_err(|e| {
+            format!("`{value}` is not a duration ({e}); write e.g. 500ms, 30s, 5m or 1h")
+        })?;
+        if parsed.is_zero() {
+            return Err("must be longer than zero".into());
+        }
+        Ok(parsed)
+    })
+}
+
+/// A string kept exactly as written, whatever it looks like.
+pub fn string<'de, D: Deserializer<'de>>(deserializer: D) -> Result<String, D::Error> {
+    text(deserializer)
+}
+
+/// The token: kept exactly as written and never shown in a message.
+pub fn secret<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Secret>, D::Error> {
+    text(deserializer)
+        .map(|token| Some(Secret::new(token)))
+        .map_err(|_| de::Error::custom("must be a string"))
+}
+
+/// A file path.
+pub fn path<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<PathBuf>, D::Error> {
+    parsed(deserializer, |value| {
+        let value = value.trim();
+        Ok((!value.is_empty()).then(|| PathBuf::from(value)))
+    })
+}
+
+/// An http(s) base address without query, fragment or credentials.
+pub fn base_url<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<reqwest::Url>, D::Error> {
+    parsed(deserializer, |value| {
+        let url = reqwest::Url::parse(value.trim())
+            .map_err(|e| format!("`{value}` is not a URL: {e}"))?;
+        if !matches!(url.scheme(), "http" | "https") || url.host().is_none() {
+            return Err(format!("`{value}` is not an http(s) URL"));
+        }
+        if url.query().is_some() || url.fragment().is_some() {
+            return Err(format!(
+                "`{value}` has a query or fragment; give the base address only"
+            ));
+        }
+        if !url.username().is_empty() || url.password().is_some() {
+            return Err("holds credentials; put the token in api.token_file instead".into());
+        }
+        Ok(Some(url))
+    })
+}
+
+/// An address and port; `:9525` is the Prometheus tools' way of saying every interface.
+pub fn listen_address<'de, D: Deserializer<'de>>(deserializer: D) -> Result<SocketAddr, D::Error> {
+    parsed(deserializer, |value| {
+        let value = value.trim();
+        let full = match value.strip_prefix(':') {
+            Some(port) => format!("0.0.0.0:{port}"),
+            None => value.to_owned(),
+        };
+        full.parse().map_err(|_| {
+            format!("`{value}` is not an address and port such as 0.0.0.0:9525 or [::1]:9525")
+        })
+    })
+}
+
+/// A regular expression on asset names.
+pub fn regex<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<regex::Regex>, D::Error> {
+    parsed(deserializer, |value| {
+        regex::Regex::new(value)
+            .map(Some)
+            .map_err(|e| format!("`{value}` is not a regular expression: {e}"))
+    })
+}
+
+/// An IANA time zone.
+pub fn timezone<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<jiff::tz::TimeZone, D::Error> {
+    parsed(deserializer, |value| {
+        jiff::tz::TimeZone::get(value.trim()).map_err(|e| {
+            format!("`{value}` is not an IANA time zone such as UTC or Europe/Berlin: {e}")
+        })
+    })
+}
+
+/// A log level.
+pub fn level<'de, D: Deserializer<'de>>(deserializer: D) -> Result<tracing::Level, D::Error> {
+    parsed(deserializer, |value| {
+        tracing::Level::from_str(value.trim())
+            .map_err(|_| format!("`{value}` is not one of error, warn, info, debug, trace"))
+    })
+}
+
+/// A log format.
+pub fn log_format<'de, D: Deserializer<'de>>(deserializer: D) -> Result<LogFormat, D::Error> {
+    parsed(deserializer, |value| match value.trim() {
+        "logfmt" => Ok(LogFormat::Logfmt),
+        "json" => Ok(LogFormat::Json),
+        other => Err(format!("`{other}` is not one of logfmt, json")),
+    })
+}
+
+/// Anything with a `FromStr` whose message says what is wrong (`N/M` shards).
+pub fn from_str<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: FromStr<Err = String>,
+{
+    parsed(deserializer, |value| value.parse())
+}
+
+/// A typed value, or its textual form (as environment variables give it).
+pub fn lenient<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: FromStr + Deserialize<'de>,
+    T::Err: fmt::Display,
+{
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Either<T> {
+        Typed(T),
+        Text(String),
+    }
+    match Either::<T>::deserialize(deserializer)? {
+        Either::Typed(value) => Ok(value),
+        Either::Text(text) => text
+            .trim()
+            .parse()
+            .map_err(|e| de::Error::custom(format!("`{text}`: {e}"))),
+    }
+}

@@ -1,0 +1,228 @@
+//! The configuration's layering and validation, on environments given as lists.
+
+use std::net::SocketAddr;
+use std::path::Path;
+
+use super::*;
+
+fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+fn load(cli: &Cli, vars: &[(&str, &str)]) -> Result<Config, ConfigError> {
+    Settings::extract(cli, env(vars))?.validate(cli.demo)
+}
+
+const REMOTE: &[(&str, &str)] = &[
+    (
+        "REPUTATION_EXPORTER_API__BASE_URL",
+        "https://api.example.com",
+    ),
+    ("REPUTATION_EXPORTER_API__TOKEN", "t0ken"),
+];
+
+#[test]
+fn defaults_match_the_design() {
+    let config = load(&Cli::default(), REMOTE).unwrap();
+    assert_eq!(config.api.timeout, Duration::from_secs(30));
+    assert_eq!(config.api.max_body_bytes, 268_435_456);
+    assert_eq!(config.poll_interval, Duration::from_secs(300));
+    assert_eq!(config.max_age, Duration::from_secs(3600));
+    assert_eq!(config.retry.initial_delay, Duration::from_secs(1));
+    assert_eq!(config.retry.max_delay, Duration::from_secs(120));
+    assert_eq!(config.retry.max_elapsed, Duration::from_secs(600));
+    assert_eq!(
+        config.web.listen_address,
+        "0.0.0.0:9525".parse::<SocketAddr>().unwrap()
+    );
+    assert_eq!(config.web.telemetry_path, "/metrics");
+    assert_eq!(config.log.format, LogFormat::Logfmt);
+}
+
+#[test]
+fn a_token_that_looks_like_a_number_or_boolean_stays_the_exact_string() {
+    for raw in ["0012", "true", "1e3", "[x]", "a=b#c", "  spaced  "] {
+        let mut vars = REMOTE.to_vec();
+        vars[1] = ("REPUTATION_EXPORTER_API__TOKEN", raw);
+        let config = load(&Cli::default(), &vars).unwrap();
+        let Source::Remote { token, .. } = config.api.source else {
+            panic!("remote expected")
+        };
+        assert_eq!(token.expose(), raw);
+    }
+}
+
+#[test]
+fn typed_keys_accept_their_textual_form_from_the_environment() {
+    let mut vars = REMOTE.to_vec();
+    vars.push(("REPUTATION_EXPORTER_API__MAX_BODY_BYTES", "1024"));
+    vars.push(("REPUTATION_EXPORTER_POLL__INTERVAL", "90s"));
+    let config = load(&Cli::default(), &vars).unwrap();
+    assert_eq!(config.api.max_body_bytes, 1024);
+    assert_eq!(config.poll_interval, Duration::from_secs(90));
+}
+
+#[test]
+fn asset_report_keys_are_validated_into_typed_values() {
+    let mut vars = REMOTE.to_vec();
+    vars.push(("REPUTATION_EXPORTER_ASSET_REPORTS__ENABLED", "true"));
+    vars.push(("REPUTATION_EXPORTER_ASSET_REPORTS__SHARD", "1/1"));
+    vars.push(("REPUTATION_EXPORTER_ASSET_REPORTS__INCLUDE", "^192\\."));
+    vars.push((
+        "REPUTATION_EXPORTER_ASSET_REPORTS__TIMEZONE",
+        "Europe/Berlin",
+    ));
+    let config = load(&Cli::default(), &vars).unwrap().asset_reports;
+    let schedule = config.expect("enabled");
+    assert!(schedule.selection.selects("192.0.2.1"));
+    assert!(!schedule.selection.selects("198.51.100.1"));
+    assert_eq!(schedule.concurrency, 4);
+    assert_eq!(schedule.interval, Duration::from_secs(3600));
+    assert_eq!(schedule.timezone.iana_name(), Some("Europe/Berlin"));
+    let default = load(&Cli::default(), REMOTE).unwrap();
+    assert!(default.asset_reports.is_none(), "off by default");
+
+    for (key, value, named) in [
+        (
+            "REPUTATION_EXPORTER_ASSET_REPORTS__SHARD",
+            "3/2",
+            "asset_reports.shard",
+        ),
+        (
+            "REPUTATION_EXPORTER_ASSET_REPORTS__SHARD",
+            "0/1",
+            "asset_reports.shard",
+        ),
+        (
+            "REPUTATION_EXPORTER_ASSET_REPORTS__EXCLUDE",
+            "(",
+            "asset_reports.exclude",
+        ),
+        (
+            "REPUTATION_EXPORTER_ASSET_REPORTS__TIMEZONE",
+            "Mars/Base",
+            "asset_reports.timezone",
+        ),
+        (
+            "REPUTATION_EXPORTER_ASSET_REPORTS__CONCURRENCY",
+            "0",
+            "asset_reports.concurrency",
+        ),
+    ] {
+        let mut vars = REMOTE.to_vec();
+        vars.push((key, value));
+        let message = load(&Cli::default(), &vars).unwrap_err().to_string();
+        assert!(message.contains(named), "{value}: {message}");
+    }
+}
+
+#[test]
+fn flags_override_the_environment() {
+    let cli = Cli {
+        listen_address: Some(":9999".into()),
+        ..Cli::default()
+    };
+    let mut vars = REMOTE.to_vec();
+    vars.push(("REPUTATION_EXPORTER_WEB__LISTEN_ADDRESS", "127.0.0.1:1"));
+    let config = load(&cli, &vars).unwrap();
+    assert_eq!(config.web.listen_address.to_string(), "0.0.0.0:9999");
+}
+
+#[test]
+fn a_bad_duration_names_its_key() {
+    let mut vars = REMOTE.to_vec();
+    vars.push(("REPUTATION_EXPORTER_API__TIMEOUT", "soon"));
+    let message = load(&Cli::default(), &vars).unwrap_err().to_string();
+    assert!(message.contains("api.timeout"), "{message}");
+    assert!(message.contains("`soon`"), "{message}");
+}
+
+#[test]
+fn a_missing_base_url_is_refused_unless_demo() {
+    let message = load(&Cli::default(), &[]).unwrap_err().to_string();
+    assert!(message.contains("api.base_url"), "{message}");
+    let demo = Cli {
+        demo: true,
+        ..Cli::default()
+    };
+    let config = load(&demo, &[]).unwrap();
+    assert!(matches!(config.api.source, Source::Demo));
+    assert_eq!(config.poll_interval, Duration::from_secs(15));
+}
+
+#[test]
+fn a_prefixed_variable_without_a_section_is_not_configuration() {
+    let mut vars = REMOTE.to_vec();
+    vars.push(("REPUTATION_EXPORTER_REVISION", "abc"));
+    assert!(load(&Cli::default(), &vars).is_ok());
+}
+
+#[test]
+fn an_unknown_key_is_refused_with_its_name() {
+    let mut vars = REMOTE.to_vec();
+    vars.push(("REPUTATION_EXPORTER_API__TOKN", "x"));
+    let message = load(&Cli::default(), &vars).unwrap_err().to_string();
+    assert!(message.contains("tokn"), "{message}");
+}
+
+#[test]
+fn the_token_is_in_no_error_and_no_debug_output() {
+    let mut vars = REMOTE.to_vec();
+    vars[1] = ("REPUTATION_EXPORTER_API__TOKEN", "s3cr3t-value");
+    vars.push(("REPUTATION_EXPORTER_API__TIMEOUT", "never"));
+    let message = load(&Cli::default(), &vars).unwrap_err().to_string();
+    assert!(!message.contains("s3cr3t-value"), "{message}");
+
+    vars.pop();
+    let settings = Settings::extract(&Cli::default(), env(&vars)).unwrap();
+    assert!(!format!("{settings:?}").contains("s3cr3t-value"));
+    let config = settings.validate(false).unwrap();
+    assert!(!format!("{config:?}").contains("s3cr3t-value"));
+}
+
+#[test]
+fn a_token_file_loses_its_trailing_newline() {
+    let dir = std::env::temp_dir().join(format!("rexp-token-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("token");
+    std::fs::write(&path, "abc\n").unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let vars = [
+        (
+            "REPUTATION_EXPORTER_API__BASE_URL",
+            "https://api.example.com",
+        ),
+        (
+            "REPUTATION_EXPORTER_API__TOKEN_FILE",
+            path.to_str().unwrap(),
+        ),
+    ];
+    let config = load(&Cli::default(), &vars).unwrap();
+    let Source::Remote { token, .. } = config.api.source else {
+        panic!("remote expected")
+    };
+    assert_eq!(token.expose(), "abc");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn the_toml_example_is_valid_and_holds_the_defaults() {
+    let cli = Cli {
+        config_file: Some(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("config/reputation-exporter.toml"),
+        ),
+        ..Cli::default()
+    };
+    let from_file = Settings::extract(&cli, env(REMOTE)).unwrap();
+    let config = from_file.validate(false).unwrap();
+    let defaults = load(&Cli::default(), REMOTE).unwrap();
+    assert_eq!(config.api.timeout, defaults.api.timeout);
+    assert_eq!(config.poll_interval, defaults.poll_interval);
+    assert_eq!(config.max_age, defaults.max_age);
+    assert_eq!(config.retry, defaults.retry);
+    assert_eq!(config.web.listen_address, defaults.web.listen_address);
+}

@@ -1,0 +1,234 @@
+//! The simulated fleet: names, list items and asset reports generated from a seed and a tick,
+//! so that the data is the same for a given moment and moves over time.
+
+use serde_json::{Value, json};
+
+use super::DEMO_TICK;
+use crate::upstream::date;
+
+/// The asset report of asset `seed` named `name` at `tick`, `now` being that tick's Unix time.
+pub(super) fn report_item(name: &str, seed: u64, tick: u64, now: i64) -> Value {
+    const BLACKLISTS: [&str; 3] = ["Spamhaus SBL", "Barracuda BRBL", "SpamCop"];
+    let date = |seconds_ago: i64| date::format_utc(now - seconds_ago).unwrap_or_default();
+    let window_start = ((tick / 6) * 6 * DEMO_TICK.as_secs()) as i64;
+    let since_window = (tick * DEMO_TICK.as_secs()) as i64 - window_start;
+    let listed_now = listings(seed, tick);
+    let listed_before = listings(seed, (tick / 6).saturating_sub(1) * 6);
+    let mut events = Vec::new();
+    for (b, blacklist) in BLACKLISTS.iter().enumerate() {
+        let b = b as i64;
+        // An old delisting first, then what happened at the start of the current window:
+        // newest-first order is not promised, so the old event comes first on purpose.
+        events
+            .push(json!({"date": date(30 * 86_400), "status": "Delisted", "blacklist": blacklist}));
+        let (now_listed, was_listed) = (b < listed_now, b < listed_before);
+        if now_listed != was_listed || now_listed {
+            let status = if now_listed { "Listed" } else { "Delisted" };
+            events.push(
+                json!({"date": date(since_window + 60), "status": status, "blacklist": blacklist}),
+            );
+        }
+    }
+    let teams = ["team-transactional", "team-marketing", "team-corporate"];
+    json!({
+        "value": name,
+        "tags": [teams[(seed % 3) as usize], if seed.is_multiple_of(2) { "pool-a" } else { "pool-b" }],
+        "hostname": [format!("mta{seed}.mail.example.com")],
+        "senderscore": score(seed, tick),
+        "senderscore_prev": score(seed, tick.saturating_sub(3)),
+        "senderscore_change": {"last_check": score(seed, tick) - score(seed, tick.saturating_sub(3))},
+        "senderscore_history": [
+            {"value": score(seed, tick).to_string(), "date": date(3600)},
+            {"value": score(seed, tick.saturating_sub(3)).to_string(), "date": date(90_000)},
+        ],
+        "blacklisted": listed_now,
+        "blacklisted_prev": listed_before,
+        "blacklisted_change": {"last_check": listed_now - listed_before},
+        "blacklisted_history": [{"value": listed_now, "date": date(3600)}],
+        "blacklist_history": events,
+        "snds_blocked": null,
+        "snds_blocked_change": {"last_check": null},
+        "snds_reputation": null,
+        "snds_reputation_change": {"last_check": null},
+        "snds_data": [],
+        "hostname_history": [],
+        "administrative_notes": [],
+    })
+}
+
+/// A well-mixed 64-bit hash of three numbers (SplitMix64 finaliser), for repeatable noise.
+pub(super) fn mix(a: u64, b: u64, c: u64) -> u64 {
+    let mut z = a
+        .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        .wrapping_add(b.wrapping_mul(0xBF58_476D_1CE4_E5B9))
+        .wrapping_add(c.wrapping_mul(0x94D0_49BB_1331_11EB));
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// The name of the `i`-th simulated address: documentation ranges first.
+pub fn ip_name(i: usize) -> String {
+    match i {
+        0..254 => format!("192.0.2.{}", i + 1),
+        254..508 => format!("198.51.100.{}", i - 253),
+        508..762 => format!("203.0.113.{}", i - 507),
+        _ => {
+            let n = i - 762;
+            format!("10.{}.{}.{}", (n >> 16) & 0xff, (n >> 8) & 0xff, n & 0xff)
+        }
+    }
+}
+
+/// The name of the `i`-th simulated domain.
+pub fn domain_name(i: usize) -> String {
+    const ZONES: [&str; 3] = ["example.com", "example.net", "example.org"];
+    format!("mail{i}.{}", ZONES[i % ZONES.len()])
+}
+
+/// Sender Score of asset `seed` at `tick`: a base per asset plus a slow drift; some have none.
+fn score(seed: u64, tick: u64) -> i64 {
+    if seed % 11 == 5 {
+        return -1;
+    }
+    let base = 55 + (mix(seed, 0, 1) % 45) as i64;
+    let drift = (mix(seed, tick / 3, 2) % 9) as i64 - 4;
+    (base + drift).clamp(0, 100)
+}
+
+/// Blacklistings of asset `seed` at `tick`: most are clean, a few get listed for a while.
+fn listings(seed: u64, tick: u64) -> i64 {
+    let window = tick / 6;
+    if mix(seed, window, 3).is_multiple_of(5) {
+        1 + (mix(seed, window, 4) % 3) as i64
+    } else {
+        0
+    }
+}
+
+fn reputation_fields(seed: u64, tick: u64) -> serde_json::Map<String, Value> {
+    let now = score(seed, tick);
+    let before = score(seed, tick.saturating_sub(3));
+    let listed = listings(seed, tick);
+    let listed_before = listings(seed, tick.saturating_sub(6));
+    let has_snds = seed % 4 != 3;
+    let colour = match now {
+        s if s < 0 => Value::Null,
+        s if s >= 80 => json!("GREEN"),
+        s if s >= 65 => json!("Yellow"),
+        _ => json!("red"),
+    };
+    let is_blocked = (0..62).contains(&now);
+    let blocked = match (has_snds, seed % 3) {
+        (false, _) => Value::Null,
+        (true, 0) => json!(is_blocked),
+        (true, 1) => json!(if is_blocked { "Yes" } else { "No" }),
+        (true, _) => json!(u8::from(is_blocked)),
+    };
+    let change = |a: i64, b: i64| {
+        if a < 0 || b < 0 {
+            Value::Null
+        } else {
+            json!(a - b)
+        }
+    };
+    let mut fields = serde_json::Map::new();
+    fields.insert("senderscore".into(), json!(now));
+    fields.insert("senderscore_prev".into(), json!(before));
+    fields.insert(
+        "senderscore_change".into(),
+        json!({"last_check": change(now, before)}),
+    );
+    fields.insert("blacklisted".into(), json!(listed));
+    fields.insert(
+        "blacklisted_change".into(),
+        json!({"last_check": listed - listed_before}),
+    );
+    fields.insert(
+        "snds_blocked".into(),
+        if has_snds { blocked } else { Value::Null },
+    );
+    fields.insert("snds_blocked_change".into(), json!({"last_check": null}));
+    fields.insert(
+        "snds_reputation".into(),
+        if has_snds { colour } else { Value::Null },
+    );
+    fields.insert("snds_reputation_change".into(), json!({"last_check": null}));
+    fields
+}
+
+/// The `i`-th ip-list item at `tick`.
+pub fn ip_item(i: usize, tick: u64) -> Value {
+    let mut fields = serde_json::Map::new();
+    fields.insert("ip".into(), json!(ip_name(i)));
+    let mut hosts = vec![format!("mta{i}.mail.example.com")];
+    if i.is_multiple_of(4) {
+        hosts.push(format!("out{i}.example.net"));
+    }
+    fields.insert("hosts".into(), json!(hosts));
+    fields.extend(reputation_fields(i as u64, tick));
+    Value::Object(fields)
+}
+
+/// The `i`-th domain-list item at `tick`.
+pub fn domain_item(i: usize, tick: u64) -> Value {
+    let seed = 1_000_000 + i as u64;
+    let mut fields = serde_json::Map::new();
+    fields.insert("domain".into(), json!(domain_name(i)));
+    let ips = if i % 3 == 2 {
+        Value::Null
+    } else {
+        json!((0..=i % 3).map(|k| ip_name(i + k)).collect::<Vec<_>>())
+    };
+    fields.insert("ips".into(), ips);
+    fields.extend(reputation_fields(seed, tick));
+    if i % 5 == 4 {
+        fields.insert("senderscore".into(), Value::Null);
+        fields.insert("senderscore_prev".into(), Value::Null);
+        fields.insert("senderscore_change".into(), json!({"last_check": null}));
+    }
+    Value::Object(fields)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_across_ranges() {
+        let names: std::collections::HashSet<_> = (0..5000).map(ip_name).collect();
+        assert_eq!(names.len(), 5000);
+        assert_eq!(ip_name(0), "192.0.2.1");
+        assert_eq!(ip_name(254), "198.51.100.1");
+        assert_eq!(ip_name(762), "10.0.0.0");
+    }
+
+    #[test]
+    fn the_demo_data_moves_over_time() {
+        let scores: std::collections::HashSet<i64> = (0..30).map(|t| score(1, t)).collect();
+        assert!(scores.len() > 1, "{scores:?}");
+        let listed: std::collections::HashSet<i64> = (0..200).map(|t| listings(2, t)).collect();
+        assert!(listed.contains(&0) && listed.len() > 1, "{listed:?}");
+    }
+
+    #[test]
+    fn items_have_the_documented_fields() {
+        let item = ip_item(3, 0);
+        for field in [
+            "ip",
+            "hosts",
+            "senderscore",
+            "senderscore_prev",
+            "senderscore_change",
+            "blacklisted",
+            "blacklisted_change",
+            "snds_blocked",
+            "snds_blocked_change",
+            "snds_reputation",
+            "snds_reputation_change",
+        ] {
+            assert!(item.get(field).is_some(), "{field}");
+        }
+        assert!(domain_item(3, 0).get("ips").is_some());
+    }
+}

@@ -1,0 +1,9 @@
+//! The exporter's model of the fleet: assets and their report data, mapped from the API's JSON
+//! by DESIGN's value rules, independent of how they are stored or written.
+
+pub mod asset;
+pub mod report;
+
+pub use crate::vocabulary::Unrecognized;
+pub use asset::{Asset, AssetSet, DecodedAssets, worst_first};
+pub use report::{Listing, Report, Reports};

@@ -1,0 +1,210 @@
+//! What an asset report adds to an asset: the state on each blacklist, the tags, when its score
+//! last changed; mapped from the report's JSON, dates read in the configured zone.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use jiff::tz::TimeZone;
+
+use super::asset::distinct_non_empty;
+use crate::upstream::date;
+use crate::upstream::dto::AssetReport;
+use crate::vocabulary::Kind;
+use crate::vocabulary::Unrecognized;
+
+/// What an asset report adds to an asset.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Report {
+    /// Tags, without duplicates or empty ones.
+    pub tags: Vec<String>,
+    /// Per blacklist, its newest event.
+    pub listings: Vec<Listing>,
+    /// Unix time of the newest `senderscore_history` entry.
+    pub senderscore_updated: Option<f64>,
+}
+
+/// The state of an asset on one blacklist, decided by the newest event.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Listing {
+    /// Name of the blacklist.
+    pub blacklist: String,
+    /// Whether the newest event says `Listed`.
+    pub listed: bool,
+    /// Unix time of that event.
+    pub changed: f64,
+}
+
+/// The latest report of every reported asset, per kind, keyed by asset name.
+#[derive(Debug, Clone, Default)]
+pub struct Reports {
+    ips: HashMap<String, Arc<Report>>,
+    domains: HashMap<String, Arc<Report>>,
+}
+
+impl Reports {
+    fn map(&self, kind: Kind) -> &HashMap<String, Arc<Report>> {
+        match kind {
+            Kind::Ip => &self.ips,
+            Kind::Domain => &self.domains,
+        }
+    }
+
+    fn map_mut(&mut self, kind: Kind) -> &mut HashMap<String, Arc<Report>> {
+        match kind {
+            Kind::Ip => &mut self.ips,
+            Kind::Domain => &mut self.domains,
+        }
+    }
+
+    /// The report of one asset.
+    pub fn get(&self, kind: Kind, name: &str) -> Option<&Report> {
+        self.map(kind).get(name).map(|r| &**r)
+    }
+
+    /// Stores (or with `None` removes) the report of one asset.
+    pub fn set(&mut self, kind: Kind, name: String, report: Option<Report>) {
+        match report {
+            Some(report) => {
+                self.map_mut(kind).insert(name, Arc::new(report));
+            }
+            None => {
+                self.map_mut(kind).remove(&name);
+            }
+        }
+    }
+
+    /// Keeps only the reports of assets for which `keep` holds.
+    pub fn retain(&mut self, mut keep: impl FnMut(Kind, &str) -> bool) {
+        self.ips.retain(|name, _| keep(Kind::Ip, name));
+        self.domains.retain(|name, _| keep(Kind::Domain, name));
+    }
+
+    /// Number of reports held.
+    pub fn len(&self) -> usize {
+        self.ips.len() + self.domains.len()
+    }
+
+    /// Whether no report is held.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl Report {
+    /// Maps a decoded report; dates that do not parse are reported and skipped.
+    pub fn from_dto(
+        dto: AssetReport,
+        zone: &TimeZone,
+        unrecognized: &mut Vec<Unrecognized>,
+    ) -> Self {
+        let mut parse = |field: &'static str, text: &str| {
+            let parsed = date::parse(text, zone);
+            if parsed.is_none() {
+                unrecognized.push(Unrecognized {
+                    field,
+                    value: format!("{:?}", text.chars().take(64).collect::<String>()),
+                });
+            }
+            parsed
+        };
+
+        // The newest event of each blacklist decides; events come in any order.
+        let mut newest: HashMap<&str, (f64, bool)> = HashMap::new();
+        for event in &dto.blacklist_history {
+            let Some(at) = parse("blacklist_history.date", &event.date) else {
+                continue;
+            };
+            let listed = event.status.trim().eq_ignore_ascii_case("listed");
+            newest
+                .entry(event.blacklist.as_str())
+                .and_modify(|(t, l)| {
+                    if at > *t {
+                        (*t, *l) = (at, listed);
+                    }
+                })
+                .or_insert((at, listed));
+        }
+        let mut listings: Vec<Listing> = newest
+            .into_iter()
+            .filter(|(name, _)| !name.is_empty())
+            .map(|(blacklist, (changed, listed))| Listing {
+                blacklist: blacklist.to_owned(),
+                listed,
+                changed,
+            })
+            .collect();
+        listings.sort_by(|a, b| a.blacklist.cmp(&b.blacklist));
+
+        let senderscore_updated = dto
+            .senderscore_history
+            .iter()
+            .filter_map(|e| e.date.as_deref())
+            .filter_map(|d| parse("senderscore_history.date", d))
+            .reduce(f64::max);
+
+        Report {
+            tags: distinct_non_empty(dto.tags),
+            listings,
+            senderscore_updated,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::upstream::dto::{BlacklistEvent, ScoreEntry};
+
+    fn event(date: &str, status: &str, blacklist: &str) -> BlacklistEvent {
+        BlacklistEvent {
+            date: date.into(),
+            status: status.into(),
+            blacklist: blacklist.into(),
+        }
+    }
+
+    #[test]
+    fn the_newest_event_of_each_blacklist_decides_whatever_the_order() {
+        let dto = AssetReport {
+            tags: vec!["team-a".into(), "team-a".into(), "bulk".into()],
+            senderscore_history: vec![
+                ScoreEntry {
+                    date: Some("19th Nov 2026 10:00am".into()),
+                },
+                ScoreEntry {
+                    date: Some("21st Nov 2026 10:00am".into()),
+                },
+            ],
+            blacklist_history: vec![
+                event("10th Nov 2026 09:00am", "Listed", "SBL"),
+                event("12th Nov 2026 09:00am", "Delisted", "SBL"),
+                event("11th Nov 2026 09:00am", "Listed", "SBL"),
+                event("1st Nov 2026 09:00am", "Delisted", "Barracuda"),
+                event("2nd Nov 2026 09:00am", "Listed", "Barracuda"),
+                event("not a date", "Delisted", "Barracuda"),
+            ],
+        };
+        let mut unrecognized = Vec::new();
+        let report = Report::from_dto(dto, &TimeZone::UTC, &mut unrecognized);
+        let nov = |day: i64, hour: i64| 1_793_491_200.0 + ((day - 1) * 86_400 + hour * 3600) as f64;
+        assert_eq!(
+            report.listings,
+            [
+                Listing {
+                    blacklist: "Barracuda".into(),
+                    listed: true,
+                    changed: nov(2, 9),
+                },
+                Listing {
+                    blacklist: "SBL".into(),
+                    listed: false,
+                    changed: nov(12, 9),
+                },
+            ]
+        );
+        assert_eq!(report.tags, ["team-a", "bulk"]);
+        assert_eq!(report.senderscore_updated, Some(nov(21, 10)));
+        assert_eq!(unrecognized.len(), 1);
+        assert_eq!(unrecognized[0].field, "blacklist_history.date");
+    }
+}

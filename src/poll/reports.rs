@@ -1,0 +1,228 @@
+//! Asset reports: which blacklist lists an asset, its tags, when its score last changed.
+//!
+//! One request per asset is the only upstream cost that grows with the fleet, so this loop is
+//! off by default, runs on its own `asset_reports.interval`, spreads each round's requests evenly
+//! over the interval, keeps at most `asset_reports.concurrency` in flight, and fetches only the
+//! assets that `include`, `exclude` and `shard` select. Results reach the served snapshot in
+//! batches, so a round of 100,000 reports does not re-render the bodies 100,000 times.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::StreamExt as _;
+use jiff::tz::TimeZone;
+use tokio::time::Instant;
+use tracing::{debug, info, warn};
+
+use super::selection::Selection;
+use crate::model::Report;
+use crate::store::Store;
+use crate::telemetry::Telemetry;
+use crate::upstream::dto::{self, AssetReport};
+use crate::upstream::retry::RetryPolicy;
+use crate::upstream::{Client, FetchError, asset_path};
+use crate::vocabulary::{Endpoint, Kind, Unrecognized};
+
+/// Reports that arrived are published at least this often during a round.
+const PUBLISH_EVERY: Duration = Duration::from_secs(10);
+
+/// How the asset reports are fetched (`[asset_reports]`).
+#[derive(Debug, Clone)]
+pub struct ReportSchedule {
+    /// Each selected asset is fetched once per interval, spread over it.
+    pub interval: Duration,
+    /// Most requests in flight at once.
+    pub concurrency: usize,
+    /// The assets this replica fetches.
+    pub selection: Selection,
+    /// Zone of the API's history dates.
+    pub timezone: TimeZone,
+}
+
+/// Fetches the reports of the selected assets, round after round.
+#[derive(Debug, Clone)]
+pub struct ReportPoller {
+    client: Client,
+    telemetry: Arc<Telemetry>,
+    store: Arc<Store>,
+    retry: RetryPolicy,
+    interval: Duration,
+    concurrency: usize,
+    selection: Selection,
+    zone: TimeZone,
+}
+
+/// What one report request gave.
+enum Outcome {
+    Report(Report),
+    /// 404: the API no longer knows the asset; its report series go.
+    Gone,
+    Failed,
+}
+
+impl ReportPoller {
+    /// A poller on this schedule.
+    pub fn new(
+        client: Client,
+        telemetry: Arc<Telemetry>,
+        store: Arc<Store>,
+        retry: RetryPolicy,
+        schedule: ReportSchedule,
+    ) -> Self {
+        ReportPoller {
+            client,
+            telemetry,
+            store,
+            retry,
+            interval: schedule.interval,
+            concurrency: schedule.concurrency,
+            selection: schedule.selection,
+            zone: schedule.timezone,
+        }
+    }
+
+    /// Runs rounds forever, the first once the first poll of both lists has ended with at least
+    /// one of them served (a list arriving before the other must not leave the other's assets
+    /// out of the first round, which would delay their reports by a whole interval).
+    pub async fn run(self) {
+        let mut snapshots = self.store.subscribe();
+        self.store.first_cycle().await;
+        if snapshots.wait_for(|s| s.ready).await.is_err() {
+            return;
+        }
+        loop {
+            let started = Instant::now();
+            let due = started + self.interval;
+            self.round(started, due, true).await;
+            tokio::time::sleep_until(due).await;
+        }
+    }
+
+    /// One round at once, without spreading (for `--once`); true when no report failed.
+    pub async fn poll_once(&self) -> bool {
+        let started = Instant::now();
+        self.round(started, started + self.interval, false).await
+    }
+
+    /// One round: every selected asset once, spread evenly from `started` to `due` when
+    /// `spread`; true when no report failed (a 404 is no failure).
+    async fn round(&self, started: Instant, due: Instant, spread: bool) -> bool {
+        let snapshot = self.store.current();
+        let targets: Vec<(Kind, String)> = snapshot
+            .names()
+            .filter(|(_, name)| self.selection.selects(name))
+            .map(|(kind, name)| (kind, name.to_owned()))
+            .collect();
+        drop(snapshot);
+        let selected: HashSet<(Kind, String)> = targets.iter().cloned().collect();
+        self.store
+            .retain_reports(|kind, name| selected.contains(&(kind, name.to_owned())));
+        info!(
+            assets = targets.len(),
+            interval = ?self.interval,
+            "asset report round started"
+        );
+
+        let spacing = if spread {
+            self.interval / u32::try_from(targets.len().max(1)).unwrap_or(u32::MAX)
+        } else {
+            Duration::ZERO
+        };
+        let mut results = futures_util::stream::iter(targets.into_iter().enumerate())
+            .map(|(i, (kind, name))| async move {
+                tokio::time::sleep_until(started + spacing * i as u32).await;
+                let outcome = self.fetch(&name, due).await;
+                (kind, name, outcome)
+            })
+            .buffer_unordered(self.concurrency);
+
+        let mut batch = Vec::new();
+        let mut unrecognized = Vec::new();
+        let mut failed = 0usize;
+        let mut last_publish = Instant::now();
+        while let Some((kind, name, outcome)) = results.next().await {
+            match outcome {
+                Outcome::Report(dto) => batch.push((kind, name, Some(dto))),
+                Outcome::Gone => batch.push((kind, name, None)),
+                Outcome::Failed => failed += 1,
+            }
+            if last_publish.elapsed() >= PUBLISH_EVERY {
+                self.publish(std::mem::take(&mut batch), &mut unrecognized);
+                last_publish = Instant::now();
+            }
+        }
+        self.publish(batch, &mut unrecognized);
+        if failed > 0 {
+            warn!(
+                failed,
+                "some asset reports could not be fetched; their last good values stay served \
+                 until metrics.max_age"
+            );
+        }
+        self.telemetry.polled(Endpoint::Asset, failed == 0);
+        failed == 0
+    }
+
+    fn publish(
+        &self,
+        batch: Vec<(Kind, String, Option<Report>)>,
+        unrecognized: &mut Vec<Unrecognized>,
+    ) {
+        self.store.apply_reports(batch, Instant::now());
+        for value in self.telemetry.unrecognized(std::mem::take(unrecognized)) {
+            warn!(
+                field = value.field,
+                value = %value.value,
+                "a date in an asset report cannot be read; it is counted in \
+                 reputation_unrecognized_values_total and skipped"
+            );
+        }
+    }
+
+    async fn fetch(&self, name: &str, due: Instant) -> Outcome {
+        let Some(path) = asset_path(name) else {
+            warn!(
+                asset = name,
+                "an asset with this name cannot be requested; skipped"
+            );
+            return Outcome::Failed;
+        };
+        let zone = &self.zone;
+        let result = self
+            .retry
+            .run(Endpoint::Asset, due, &self.telemetry, || {
+                self.client.get(Endpoint::Asset, &path, |body| {
+                    let dto: AssetReport = dto::decode(body)?;
+                    let mut unrecognized = Vec::new();
+                    let report = Report::from_dto(dto, zone, &mut unrecognized);
+                    Ok((report, unrecognized))
+                })
+            })
+            .await;
+        match result {
+            Ok((report, unrecognized)) => {
+                for value in self.telemetry.unrecognized(unrecognized) {
+                    warn!(
+                        asset = name,
+                        field = value.field,
+                        value = %value.value,
+                        "a date in an asset report cannot be read; counted and skipped"
+                    );
+                }
+                Outcome::Report(report)
+            }
+            Err(FetchError::Status { status, .. }) if status.as_u16() == 404 => {
+                debug!(
+                    asset = name,
+                    "the API does not know this asset (404); its report series go"
+                );
+                Outcome::Gone
+            }
+            Err(error) => {
+                warn!(asset = name, endpoint = "asset", error = %error, "asset report failed");
+                Outcome::Failed
+            }
+        }
+    }
+}

@@ -1,0 +1,102 @@
+//! Which assets this replica fetches reports for: `asset_reports.include`, `exclude` and
+//! `shard`.
+
+use std::str::FromStr;
+
+/// `N/M`: the assets whose name hashes to `N-1` modulo `M` (1-based, as people count replicas).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shard {
+    /// N, from 1 to `count`.
+    pub index: u64,
+    /// M, at least 1.
+    pub count: u64,
+}
+
+impl FromStr for Shard {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let wrong = || format!("`{text}` is not of the form N/M with 1 <= N <= M, e.g. 2/3");
+        let (index, count) = text.trim().split_once('/').ok_or_else(wrong)?;
+        let index: u64 = index.trim().parse().map_err(|_| wrong())?;
+        let count: u64 = count.trim().parse().map_err(|_| wrong())?;
+        if count == 0 || index == 0 || index > count {
+            return Err(wrong());
+        }
+        Ok(Shard { index, count })
+    }
+}
+
+/// Which assets this replica fetches reports for.
+#[derive(Debug, Clone)]
+pub struct Selection {
+    include: Option<regex::Regex>,
+    exclude: Option<regex::Regex>,
+    shard: Shard,
+}
+
+impl Selection {
+    /// The assets whose name matches `include` (all when `None`), not `exclude`, and falls in
+    /// `shard`.
+    pub fn new(include: Option<regex::Regex>, exclude: Option<regex::Regex>, shard: Shard) -> Self {
+        Selection {
+            include,
+            exclude,
+            shard,
+        }
+    }
+
+    /// Whether the asset named `name` is fetched by this replica.
+    pub fn selects(&self, name: &str) -> bool {
+        self.include.as_ref().is_none_or(|r| r.is_match(name))
+            && !self.exclude.as_ref().is_some_and(|r| r.is_match(name))
+            && shard_hash(name) % self.shard.count == self.shard.index - 1
+    }
+}
+
+/// FNV-1a, 64 bits: stable across platforms and releases, so replicas agree on the split.
+fn shard_hash(name: &str) -> u64 {
+    name.bytes().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn selection(include: Option<&str>, exclude: Option<&str>, shard: Shard) -> Selection {
+        Selection {
+            include: include.map(|r| regex::Regex::new(r).unwrap()),
+            exclude: exclude.map(|r| regex::Regex::new(r).unwrap()),
+            shard,
+        }
+    }
+
+    #[test]
+    fn include_and_exclude_filter_by_name() {
+        let s = selection(
+            Some(r"^192\.0\.2\."),
+            Some(r"\.13$"),
+            Shard { index: 1, count: 1 },
+        );
+        assert!(s.selects("192.0.2.1"));
+        assert!(!s.selects("192.0.2.13"));
+        assert!(!s.selects("198.51.100.1"));
+    }
+
+    #[test]
+    fn three_shards_cover_every_asset_exactly_once() {
+        let shards: Vec<Selection> = (1..=3)
+            .map(|index| selection(None, None, Shard { index, count: 3 }))
+            .collect();
+        let mut sizes = [0; 3];
+        for i in 0..3000 {
+            let name = format!("192.0.{}.{}", i / 256, i % 256);
+            let owners: Vec<usize> = (0..3).filter(|s| shards[*s].selects(&name)).collect();
+            assert_eq!(owners.len(), 1, "{name}");
+            sizes[owners[0]] += 1;
+        }
+        assert!(sizes.iter().all(|n| *n > 800), "{sizes:?}");
+    }
+}

@@ -1,0 +1,582 @@
+//! The exporter's own metrics: API health, request counts and latencies, freshness, account,
+//! build and process information, as `prometheus-client` types in one [`Registry`].
+//!
+//! Unlike the per-asset bodies they change between polls (every request counts), so they are
+//! encoded live on each scrape; there are a few dozen series at most.
+
+mod process;
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{
+    DescriptorEncoder, EncodeLabelSet, EncodeLabelValue, EncodeMetric, LabelValueEncoder,
+    MetricEncoder,
+};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::metrics::info::Info;
+use prometheus_client::metrics::{MetricType, TypedMetric};
+use prometheus_client::registry::Registry;
+
+use crate::vocabulary::{Code, Endpoint, Kind, Unrecognized};
+
+/// Upper bounds of the request latency histogram, in seconds.
+const LATENCY_BUCKETS: [f64; 11] = [0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0];
+
+/// How many distinct unrecognized values are remembered for "log once per value"; past that,
+/// new values are still counted but no longer logged, so a bad upstream cannot grow memory.
+const MAX_REMEMBERED_VALUES: usize = 1000;
+
+/// `{endpoint}`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct EndpointLabels {
+    endpoint: Endpoint,
+}
+
+/// `{endpoint, code}`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct RequestLabels {
+    endpoint: Endpoint,
+    code: Code,
+}
+
+/// `{kind}`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct KindLabels {
+    kind: Kind,
+}
+
+/// `{field}`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct FieldLabels {
+    field: &'static str,
+}
+
+/// `{user_id, project_id}` of `reputation_account_info`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct AccountLabels {
+    user_id: String,
+    project_id: String,
+}
+
+/// `{version, revision, rustc}` of `reputation_exporter_build_info`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct BuildLabels {
+    version: &'static str,
+    revision: &'static str,
+    rustc: &'static str,
+}
+
+impl EncodeLabelValue for Endpoint {
+    fn encode(&self, encoder: &mut LabelValueEncoder<'_>) -> Result<(), std::fmt::Error> {
+        EncodeLabelValue::encode(&self.label(), encoder)
+    }
+}
+
+impl EncodeLabelValue for Kind {
+    fn encode(&self, encoder: &mut LabelValueEncoder<'_>) -> Result<(), std::fmt::Error> {
+        EncodeLabelValue::encode(&self.label(), encoder)
+    }
+}
+
+impl EncodeLabelValue for Code {
+    fn encode(&self, encoder: &mut LabelValueEncoder<'_>) -> Result<(), std::fmt::Error> {
+        EncodeLabelValue::encode(&self.label(), encoder)
+    }
+}
+
+/// A gauge holding a float (timestamps, durations).
+type FloatGauge = Gauge<f64, AtomicU64>;
+
+/// Live counters and gauges about the exporter and the API.
+#[derive(Debug)]
+pub struct Telemetry {
+    registry: Registry,
+    up: Gauge,
+    api_up: Family<EndpointLabels, Gauge>,
+    auth_ok: Late<Flag>,
+    system_ok: Late<Flag>,
+    requests: Family<RequestLabels, Counter>,
+    latency: Family<EndpointLabels, Histogram>,
+    retries: Family<EndpointLabels, Counter>,
+    last_success: Family<EndpointLabels, FloatGauge>,
+    poll_duration: Late<Seconds>,
+    assets: Family<KindLabels, Gauge>,
+    unrecognized: Family<FieldLabels, Counter>,
+    account: Arc<AccountInfo>,
+    /// The endpoints this exporter polls, in label order.
+    endpoints: Vec<Endpoint>,
+    /// A std mutex: held for a few map updates, never across an `.await`.
+    state: Mutex<State>,
+}
+
+/// What the metrics above do not hold but decisions need.
+#[derive(Debug, Default)]
+struct State {
+    /// Per endpoint: whether its last answer accepted the token.
+    auth: BTreeMap<Endpoint, bool>,
+    /// Unrecognized values already logged.
+    logged_values: HashSet<(&'static str, String)>,
+}
+
+/// Health of one endpoint, for the landing page.
+#[derive(Debug, Clone)]
+pub struct EndpointHealth {
+    /// The endpoint.
+    pub endpoint: Endpoint,
+    /// Whether its last poll succeeded.
+    pub up: bool,
+    /// Unix time of its last success.
+    pub last_success: Option<f64>,
+}
+
+impl Telemetry {
+    /// Telemetry for these polled endpoints: each starts as down until its first success, so
+    /// `reputation_api_up` exists (and alerts can fire) before any answer.
+    pub fn new(endpoints: &[Endpoint]) -> Self {
+        let mut endpoints = endpoints.to_vec();
+        endpoints.sort();
+        endpoints.dedup();
+        let telemetry = Telemetry {
+            registry: Registry::default(),
+            up: Gauge::default(),
+            api_up: Family::default(),
+            auth_ok: Late::default(),
+            system_ok: Late::default(),
+            requests: Family::default(),
+            latency: Family::new_with_constructor(|| Histogram::new(LATENCY_BUCKETS)),
+            retries: Family::default(),
+            last_success: Family::default(),
+            poll_duration: Late::default(),
+            assets: Family::default(),
+            unrecognized: Family::default(),
+            account: Arc::default(),
+            endpoints,
+            state: Mutex::default(),
+        };
+        telemetry.register()
+    }
+
+    /// Registers every family, in exposition order. Help texts are given without their final
+    /// period, which the registry adds.
+    fn register(mut self) -> Self {
+        for endpoint in &self.endpoints {
+            self.api_up
+                .get_or_create(&EndpointLabels {
+                    endpoint: *endpoint,
+                })
+                .set(0);
+        }
+        // Counters whose label values are known exist from the first scrape, at 0, so that
+        // `increase()` sees their first event.
+        for endpoint in &self.endpoints {
+            let _ = self.retries.get_or_create(&EndpointLabels {
+                endpoint: *endpoint,
+            });
+        }
+        for field in Unrecognized::FIELDS {
+            let _ = self.unrecognized.get_or_create(&FieldLabels { field });
+        }
+        for kind in Kind::ALL {
+            self.assets.get_or_create(&KindLabels { kind }).set(0);
+        }
+        let r = &mut self.registry;
+        r.register(
+            "reputation_up",
+            "1 when the last poll of both list endpoints (ip-list, domain-list) succeeded",
+            self.up.clone(),
+        );
+        r.register(
+            "reputation_api_up",
+            "1 when the last poll of the API endpoint succeeded",
+            self.api_up.clone(),
+        );
+        r.register(
+            "reputation_api_auth_ok",
+            "0 while the last answer of any API endpoint rejected the token (401/403), 1 when \
+             every endpoint's last answer accepted it",
+            self.auth_ok.clone(),
+        );
+        r.register(
+            "reputation_system_ok",
+            "1 when system-check answered 200 with status ok",
+            self.system_ok.clone(),
+        );
+        r.register(
+            "reputation_api_requests",
+            "Requests made to the API, by endpoint and HTTP status (or timeout, connect, decode)",
+            self.requests.clone(),
+        );
+        r.register(
+            "reputation_api_request_duration_seconds",
+            "Latency of API requests, body included",
+            self.latency.clone(),
+        );
+        r.register(
+            "reputation_api_retries",
+            "Retries of failed API requests made by the backoff",
+            self.retries.clone(),
+        );
+        r.register(
+            "reputation_last_success_timestamp_seconds",
+            "Unix time of the last successful poll of the API endpoint",
+            self.last_success.clone(),
+        );
+        r.register(
+            "reputation_poll_duration_seconds",
+            "Length of the last whole poll of the API, retries included",
+            self.poll_duration.clone(),
+        );
+        r.register(
+            "reputation_assets",
+            "Assets in the served snapshot, by kind",
+            self.assets.clone(),
+        );
+        r.register(
+            "reputation_unrecognized_values",
+            "Values from the API that could not be mapped to a sample, by API field",
+            self.unrecognized.clone(),
+        );
+        r.register_collector(Box::new(self.account.clone()));
+        r.register(
+            "reputation_exporter_build",
+            "Version, git revision and compiler of the running exporter",
+            Info::new(BuildLabels {
+                version: env!("CARGO_PKG_VERSION"),
+                revision: env!("BUILD_GIT_REVISION"),
+                rustc: env!("BUILD_RUSTC_VERSION"),
+            }),
+        );
+        r.register_collector(Box::new(process::ProcessCollector));
+        self
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        // A panic elsewhere while holding the lock leaves plain maps behind; keep serving.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Counts one request and its latency.
+    pub fn request(&self, endpoint: Endpoint, code: Code, elapsed: Duration) {
+        self.requests
+            .get_or_create(&RequestLabels { endpoint, code })
+            .inc();
+        self.latency
+            .get_or_create(&EndpointLabels { endpoint })
+            .observe(elapsed.as_secs_f64());
+    }
+
+    /// Counts one retry made by the backoff.
+    pub fn retry(&self, endpoint: Endpoint) {
+        self.retries
+            .get_or_create(&EndpointLabels { endpoint })
+            .inc();
+    }
+
+    /// Records the outcome of one poll of an endpoint.
+    pub fn polled(&self, endpoint: Endpoint, ok: bool) {
+        let labels = EndpointLabels { endpoint };
+        self.api_up.get_or_create(&labels).set(i64::from(ok));
+        if ok {
+            self.last_success.get_or_create(&labels).set(unix_now());
+        }
+        let up = [Endpoint::IpList, Endpoint::DomainList].iter().all(|e| {
+            self.api_up
+                .get(&EndpointLabels { endpoint: *e })
+                .is_some_and(|g| g.get() == 1)
+        });
+        self.up.set(i64::from(up));
+    }
+
+    /// Records whether an answer of this endpoint accepted the token.
+    pub fn auth(&self, endpoint: Endpoint, ok: bool) {
+        let mut state = self.state();
+        state.auth.insert(endpoint, ok);
+        let all = state.auth.values().all(|ok| *ok);
+        self.auth_ok.set(Flag(all));
+    }
+
+    /// Records the system-check verdict.
+    pub fn system_ok(&self, ok: bool) {
+        self.system_ok.set(Flag(ok));
+    }
+
+    /// Records the length of the last whole poll.
+    pub fn poll_duration(&self, elapsed: Duration) {
+        self.poll_duration.set(Seconds(elapsed.as_secs_f64()));
+    }
+
+    /// Records how many assets of one kind are served.
+    pub fn assets(&self, kind: Kind, count: usize) {
+        self.assets
+            .get_or_create(&KindLabels { kind })
+            .set(i64::try_from(count).unwrap_or(i64::MAX));
+    }
+
+    /// Records the account the token belongs to.
+    pub fn account(&self, user_id: String, project_id: String) {
+        *self.account.lock() = Some(AccountLabels {
+            user_id,
+            project_id,
+        });
+    }
+
+    /// Counts values that could not be mapped; returns those never seen before, to be logged.
+    pub fn unrecognized(&self, values: Vec<Unrecognized>) -> Vec<Unrecognized> {
+        let mut state = self.state();
+        let mut new = Vec::new();
+        for value in values {
+            self.unrecognized
+                .get_or_create(&FieldLabels { field: value.field })
+                .inc();
+            if state.logged_values.len() < MAX_REMEMBERED_VALUES
+                && state
+                    .logged_values
+                    .insert((value.field, value.value.clone()))
+            {
+                new.push(value);
+            }
+        }
+        new
+    }
+
+    /// Whether the last poll of both list endpoints succeeded.
+    pub fn up(&self) -> bool {
+        self.up.get() == 1
+    }
+
+    /// Health of every polled endpoint.
+    pub fn health(&self) -> Vec<EndpointHealth> {
+        self.endpoints
+            .iter()
+            .map(|endpoint| {
+                let labels = EndpointLabels {
+                    endpoint: *endpoint,
+                };
+                EndpointHealth {
+                    endpoint: *endpoint,
+                    up: self.api_up.get(&labels).is_some_and(|g| g.get() == 1),
+                    last_success: self.last_success.get(&labels).map(|g| g.get()),
+                }
+            })
+            .collect()
+    }
+
+    /// Requests made so far to one endpoint with one outcome.
+    pub fn requests(&self, endpoint: Endpoint, code: Code) -> u64 {
+        self.requests
+            .get(&RequestLabels { endpoint, code })
+            .map_or(0, |c| c.get())
+    }
+
+    /// Appends every family in OpenMetrics text, without `# EOF`.
+    pub fn encode(&self, out: &mut String) {
+        // Writing into a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode_registry(out, &self.registry);
+    }
+}
+
+/// `reputation_account_info`: an info metric whose labels arrive with the first answer of
+/// `/api/v1/user` and may change with a new token.
+#[derive(Debug, Default)]
+struct AccountInfo(Mutex<Option<AccountLabels>>);
+
+impl AccountInfo {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<AccountLabels>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Collector for AccountInfo {
+    fn encode(&self, mut encoder: DescriptorEncoder<'_>) -> Result<(), std::fmt::Error> {
+        let account = self.lock().clone();
+        let mut metric = encoder.encode_descriptor(
+            "reputation_account",
+            "The account the API token belongs to (from /api/v1/user).",
+            None,
+            MetricType::Info,
+        )?;
+        if let Some(labels) = account {
+            metric.encode_info(&labels)?;
+        }
+        Ok(())
+    }
+}
+
+/// A gauge without a sample until it is first set (`reputation_system_ok` before the first
+/// system-check answer, for instance), where a 0 would say something false.
+#[derive(Debug)]
+struct Late<V>(Arc<Mutex<Option<V>>>);
+
+impl<V> Default for Late<V> {
+    fn default() -> Self {
+        Late(Arc::new(Mutex::new(None)))
+    }
+}
+
+impl<V> Clone for Late<V> {
+    fn clone(&self) -> Self {
+        Late(self.0.clone())
+    }
+}
+
+impl<V: Copy> Late<V> {
+    fn set(&self, value: V) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(value);
+    }
+}
+
+/// A 0 or 1 gauge value.
+#[derive(Debug, Clone, Copy)]
+struct Flag(bool);
+
+/// A gauge value in seconds.
+#[derive(Debug, Clone, Copy)]
+struct Seconds(f64);
+
+impl<V> TypedMetric for Late<V> {
+    const TYPE: MetricType = MetricType::Gauge;
+}
+
+impl<V: Copy + std::fmt::Debug + Send + Sync + 'static> EncodeMetric for Late<V>
+where
+    V: LateValue,
+{
+    fn encode(&self, mut encoder: MetricEncoder<'_>) -> Result<(), std::fmt::Error> {
+        match *self.0.lock().unwrap_or_else(|e| e.into_inner()) {
+            Some(value) => value.encode(&mut encoder),
+            None => Ok(()),
+        }
+    }
+
+    fn metric_type(&self) -> MetricType {
+        MetricType::Gauge
+    }
+}
+
+/// How a [`Late`] value is written.
+trait LateValue {
+    fn encode(self, encoder: &mut MetricEncoder<'_>) -> Result<(), std::fmt::Error>;
+}
+
+impl LateValue for Flag {
+    fn encode(self, encoder: &mut MetricEncoder<'_>) -> Result<(), std::fmt::Error> {
+        encoder.encode_gauge(&i64::from(self.0))
+    }
+}
+
+impl LateValue for Seconds {
+    fn encode(self, encoder: &mut MetricEncoder<'_>) -> Result<(), std::fmt::Error> {
+        encoder.encode_gauge(&self.0)
+    }
+}
+
+/// Seconds since the Unix epoch, now.
+pub fn unix_now() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn render(telemetry: &Telemetry) -> String {
+        let mut out = String::new();
+        telemetry.encode(&mut out);
+        out
+    }
+
+    #[test]
+    fn requests_are_counted_by_endpoint_and_code_with_their_latency() {
+        let t = Telemetry::new(&[Endpoint::IpList]);
+        t.request(
+            Endpoint::IpList,
+            Code::Status(200),
+            Duration::from_millis(80),
+        );
+        t.request(
+            Endpoint::IpList,
+            Code::Status(200),
+            Duration::from_millis(300),
+        );
+        t.request(Endpoint::IpList, Code::Timeout, Duration::from_secs(30));
+        let text = render(&t);
+        for line in [
+            "reputation_api_requests_total{endpoint=\"ip-list\",code=\"200\"} 2\n",
+            "reputation_api_requests_total{endpoint=\"ip-list\",code=\"timeout\"} 1\n",
+            "reputation_api_request_duration_seconds_bucket{le=\"0.1\",endpoint=\"ip-list\"} 1\n",
+            "reputation_api_request_duration_seconds_bucket{le=\"0.5\",endpoint=\"ip-list\"} 2\n",
+            "reputation_api_request_duration_seconds_bucket{le=\"+Inf\",endpoint=\"ip-list\"} 3\n",
+            "reputation_api_request_duration_seconds_count{endpoint=\"ip-list\"} 3\n",
+        ] {
+            assert!(text.contains(line), "{line} missing in\n{text}");
+        }
+        assert_eq!(t.requests(Endpoint::IpList, Code::Status(200)), 2);
+    }
+
+    #[test]
+    fn up_needs_both_list_endpoints() {
+        let t = Telemetry::new(&Endpoint::POLLED);
+        assert!(render(&t).contains("reputation_up 0\n"));
+        t.polled(Endpoint::IpList, true);
+        assert!(!t.up());
+        t.polled(Endpoint::DomainList, true);
+        assert!(render(&t).contains("reputation_up 1\n"));
+        assert!(render(&t).contains("reputation_api_up{endpoint=\"user\"} 0\n"));
+    }
+
+    #[test]
+    fn gauges_without_an_answer_yet_have_no_sample() {
+        let t = Telemetry::new(&Endpoint::POLLED);
+        let text = render(&t);
+        assert!(text.contains("# TYPE reputation_system_ok gauge\n"));
+        assert!(!text.contains("\nreputation_system_ok "), "{text}");
+        assert!(!text.contains("\nreputation_api_auth_ok "), "{text}");
+        assert!(!text.contains("reputation_account_info{"), "{text}");
+        t.auth(Endpoint::IpList, true);
+        t.auth(Endpoint::User, false);
+        t.system_ok(true);
+        t.account("7".into(), "42".into());
+        let text = render(&t);
+        assert!(text.contains("reputation_api_auth_ok 0\n"), "{text}");
+        assert!(text.contains("reputation_system_ok 1\n"), "{text}");
+        assert!(
+            text.contains("reputation_account_info{user_id=\"7\",project_id=\"42\"} 1\n"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn an_unrecognized_value_is_counted_every_time_and_returned_for_logging_once() {
+        let t = Telemetry::new(&[]);
+        let value = || Unrecognized {
+            field: "snds_blocked",
+            value: "\"maybe\"".into(),
+        };
+        assert_eq!(t.unrecognized(vec![value()]).len(), 1);
+        assert_eq!(t.unrecognized(vec![value(), value()]).len(), 0);
+        assert!(
+            render(&t).contains("reputation_unrecognized_values_total{field=\"snds_blocked\"} 3\n")
+        );
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn process_metrics_are_read_from_proc() {
+        let text = render(&Telemetry::new(&[]));
+        let rss = text
+            .lines()
+            .find_map(|l| l.strip_prefix("process_resident_memory_bytes "))
+            .expect("resident memory present");
+        assert!(rss.parse::<f64>().unwrap() > 1e6, "{rss}");
+        assert!(text.contains("# TYPE process_cpu_seconds counter\n"));
+    }
+}

@@ -1,0 +1,146 @@
+//! The standard `process_*` metrics, where the platform offers them (Linux `/proc`), read on
+//! each scrape (at most once a second).
+
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric as _};
+use prometheus_client::metrics::MetricType;
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::gauge::ConstGauge;
+
+/// Writes the process metrics of the running exporter.
+#[derive(Debug)]
+pub(super) struct ProcessCollector;
+
+impl Collector for ProcessCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder<'_>) -> Result<(), std::fmt::Error> {
+        #[cfg(target_os = "linux")]
+        if let Some(p) = cached() {
+            let cpu = ConstCounter::new(p.cpu_seconds);
+            cpu.encode(encoder.encode_descriptor(
+                "process_cpu_seconds",
+                "Total user and system CPU time spent in seconds.",
+                None,
+                MetricType::Counter,
+            )?)?;
+            let gauges = [
+                (
+                    "process_resident_memory_bytes",
+                    "Resident memory size in bytes.",
+                    Some(p.resident_bytes),
+                ),
+                (
+                    "process_virtual_memory_bytes",
+                    "Virtual memory size in bytes.",
+                    Some(p.virtual_bytes),
+                ),
+                (
+                    "process_start_time_seconds",
+                    "Start time of the process since unix epoch in seconds.",
+                    Some(p.start_time),
+                ),
+                (
+                    "process_open_fds",
+                    "Number of open file descriptors.",
+                    p.open_fds,
+                ),
+                (
+                    "process_max_fds",
+                    "Maximum number of open file descriptors.",
+                    p.max_fds,
+                ),
+            ];
+            for (name, help, value) in gauges {
+                if let Some(value) = value {
+                    let gauge = ConstGauge::new(value);
+                    gauge.encode(encoder.encode_descriptor(
+                        name,
+                        help,
+                        None,
+                        MetricType::Gauge,
+                    )?)?;
+                }
+            }
+        }
+        #[cfg(not(target_os = "linux"))]
+        let _ = &mut encoder;
+        Ok(())
+    }
+}
+
+/// Clock ticks per second of the times in `/proc/self/stat` (USER_HZ, fixed at 100).
+const TICKS_PER_SECOND: f64 = 100.0;
+
+/// How long one reading of `/proc` is reused. Reading it costs more than the rest of a
+/// scrape's live part; within a second the values barely move, and no scrape interval is
+/// shorter.
+const READING_TTL: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// The last reading and when it was taken.
+#[cfg(target_os = "linux")]
+fn cached() -> Option<Process> {
+    use std::sync::Mutex;
+    use std::time::Instant;
+    static LAST: Mutex<Option<(Instant, Process)>> = Mutex::new(None);
+    let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
+    match &*last {
+        Some((at, reading)) if at.elapsed() < READING_TTL => Some(reading.clone()),
+        _ => {
+            let reading = read()?;
+            *last = Some((Instant::now(), reading.clone()));
+            Some(reading)
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Process {
+    cpu_seconds: f64,
+    resident_bytes: f64,
+    virtual_bytes: f64,
+    start_time: f64,
+    open_fds: Option<f64>,
+    max_fds: Option<f64>,
+}
+
+#[cfg(target_os = "linux")]
+fn read() -> Option<Process> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the command name, which is in parentheses and may hold spaces.
+    let fields: Vec<&str> = stat.rsplit_once(") ")?.1.split(' ').collect();
+    let field = |n: usize| fields.get(n - 3)?.parse::<f64>().ok();
+    let cpu_seconds = (field(14)? + field(15)?) / TICKS_PER_SECOND;
+    let start_ticks = field(22)?;
+    let virtual_bytes = field(23)?;
+    static BOOT_TIME: std::sync::OnceLock<Option<f64>> = std::sync::OnceLock::new();
+    let boot_time = (*BOOT_TIME.get_or_init(|| {
+        std::fs::read_to_string("/proc/stat")
+            .ok()?
+            .lines()
+            .find_map(|l| l.strip_prefix("btime ")?.trim().parse::<f64>().ok())
+    }))?;
+    let resident_bytes = std::fs::read_to_string("/proc/self/status")
+        .ok()?
+        .lines()
+        .find_map(|l| {
+            let kb = l.strip_prefix("VmRSS:")?.trim().strip_suffix("kB")?;
+            kb.trim().parse::<f64>().ok()
+        })?
+        * 1024.0;
+    let open_fds = std::fs::read_dir("/proc/self/fd")
+        .ok()
+        .map(|d| d.count() as f64);
+    let max_fds = std::fs::read_to_string("/proc/self/limits")
+        .ok()
+        .and_then(|limits| {
+            let line = limits.lines().find(|l| l.starts_with("Max open files"))?;
+            line.split_whitespace().nth(3)?.parse::<f64>().ok()
+        });
+    Some(Process {
+        cpu_seconds,
+        resident_bytes,
+        virtual_bytes,
+        start_time: boot_time + start_ticks / TICKS_PER_SECOND,
+        open_fds,
+        max_fds,
+    })
+}
