@@ -245,8 +245,16 @@ async fn three_shards_fetch_every_asset_exactly_once() {
 #[tokio::test]
 async fn reports_are_off_by_default() {
     let app = spawn_app_with(Options::default()).await;
-    let body = app.metrics_when("the first poll", up).await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    app.metrics_when("the first poll", up).await;
+    // Three list polls later, still no report has been asked for.
+    let body = app
+        .metrics_when("three polls", |b| {
+            sample(
+                b,
+                r#"reputation_api_requests_total{endpoint="ip-list",code="200"}"#,
+            ) >= Some(3.0)
+        })
+        .await;
     assert!(app.upstream.report_paths().is_empty());
     assert!(!body.contains(r#"endpoint="asset""#));
 }
