@@ -58,21 +58,10 @@ async fn a_burst_of_503_is_retried_with_growing_ceilings_until_the_list_arrives(
     app.start_polling();
     let body = app.metrics_when("the list to arrive", up).await;
 
+    // The delays themselves (full jitter under a ceiling that doubles) are checked on Tokio's
+    // paused clock in `upstream::retry`; here, what reached the API and what was counted.
     let arrivals = app.upstream.arrivals(IP_LIST);
     assert_eq!(arrivals.len(), 4, "three 503 then one 200");
-    // Full jitter draws each delay between 0 and a ceiling that doubles: 100, 200, 400 ms.
-    // The slack covers scheduling and the request itself, never a skipped ceiling.
-    let slack = Duration::from_millis(150);
-    for (gap, ceiling_ms) in arrivals
-        .windows(2)
-        .map(|w| w[1] - w[0])
-        .zip([100, 200, 400])
-    {
-        assert!(
-            gap <= Duration::from_millis(ceiling_ms) + slack,
-            "gap {gap:?} over the {ceiling_ms} ms ceiling"
-        );
-    }
     assert_eq!(
         value(&body, r#"reputation_api_retries_total{endpoint="ip-list"}"#),
         3.0
@@ -155,25 +144,16 @@ async fn an_endless_503_is_given_up_within_max_elapsed_and_values_expire_after_m
     assert!(!body.contains(r#"reputation_asset_info{kind="ip""#));
     assert_eq!(value(&body, r#"reputation_assets{kind="domain"}"#), 2.0);
 
-    // Each poll's attempts (a group of arrivals less than half an interval apart) spans less
-    // than max_elapsed; polls are 2 s apart, retries at most 200 ms.
-    let arrivals = &app.upstream.arrivals(IP_LIST)[before..];
-    let mut groups: Vec<Vec<tokio::time::Instant>> = Vec::new();
-    for t in arrivals {
-        match groups.last_mut() {
-            Some(group) if *t - *group.last().unwrap() < Duration::from_secs(1) => group.push(*t),
-            _ => groups.push(vec![*t]),
-        }
-    }
-    assert!(!groups.is_empty());
-    for group in &groups {
-        let span = *group.last().unwrap() - group[0];
-        assert!(
-            span < Duration::from_millis(600),
-            "attempts spanned {span:?}"
-        );
-    }
-    assert!(groups.iter().any(|g| g.len() > 1), "503 was retried");
+    // Each poll retried and then gave up (retries are counted; that no attempt starts after
+    // max_elapsed is checked on Tokio's paused clock in `upstream::retry`).
+    let body = app.metrics().await;
+    let attempts = app.upstream.requests(IP_LIST) - before;
+    let retries = value(&body, r#"reputation_api_retries_total{endpoint="ip-list"}"#);
+    assert!(retries >= 1.0, "503 was retried");
+    assert!(
+        retries < attempts as f64,
+        "every poll gave up and the next one started afresh"
+    );
 }
 
 #[tokio::test]
