@@ -23,7 +23,7 @@ fn list_body(n: usize) -> Vec<u8> {
 }
 
 fn assets(body: &[u8]) -> AssetSet {
-    AssetSet::decode(body, Kind::Ip).unwrap().set
+    AssetSet::decode(body, Kind::Ip, 64).unwrap().set
 }
 
 fn list(body: &[u8]) -> Arc<ListPart> {

@@ -33,7 +33,7 @@ fn main() {
         std::hint::black_box(serde_json::from_slice::<serde_json::Value>(&body).unwrap());
     });
     let poll = median_ms(runs, || {
-        let decoded = AssetSet::decode(&body, Kind::Ip).unwrap();
+        let decoded = AssetSet::decode(&body, Kind::Ip, 64).unwrap();
         let list = ListPart::new(Kind::Ip, decoded.set);
         let snapshot = Snapshot::build(Some(Arc::new(list)), None, None, true);
         std::hint::black_box(snapshot);

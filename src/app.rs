@@ -110,6 +110,7 @@ impl App {
             store.clone(),
             config.poll_interval,
             config.retry,
+            config.max_labels_per_asset,
         );
         let state = AppState {
             snapshots: store.subscribe(),
@@ -123,7 +124,7 @@ impl App {
             store,
             telemetry,
             state,
-            max_connections: server::MAX_CONNECTIONS,
+            max_connections: server::max_connections(),
             _demo: demo,
         })
     }

@@ -170,7 +170,7 @@ mod tests {
             name: name.into(),
             item: ListItem::default(),
         };
-        let mut asset = Asset::from_item(kind, named, &mut unrecognized);
+        let mut asset = Asset::from_item(kind, named, 64, &mut unrecognized);
         asset.blacklistings = Some(blacklistings);
         asset.senderscore = senderscore;
         asset

@@ -225,6 +225,7 @@ mod tests {
                     name: name.into(),
                     item: Default::default(),
                 },
+                64,
                 &mut Vec::new(),
             )],
         };
@@ -273,6 +274,7 @@ mod tests {
                 name: "192.0.2.1".into(),
                 item: Default::default(),
             },
+            64,
             &mut Vec::new(),
         );
         store.replace(

@@ -131,6 +131,8 @@ pub enum Code {
     Connect,
     /// An answer whose body could not be read or used.
     Decode,
+    /// A redirect to another origin, not followed.
+    Redirect,
 }
 
 impl Code {
@@ -141,6 +143,7 @@ impl Code {
             Code::Timeout => "timeout".into(),
             Code::Connect => "connect".into(),
             Code::Decode => "decode".into(),
+            Code::Redirect => "redirect".into(),
         }
     }
 }
@@ -152,12 +155,23 @@ pub struct Unrecognized {
     pub field: &'static str,
     /// The value as seen (strings shortened), for the log line.
     pub value: String,
+    /// How many values this stands for (many dropped host names are one line in the log).
+    pub count: u64,
 }
 
 impl Unrecognized {
+    /// One value of `field` that could not be used.
+    pub fn new(field: &'static str, value: impl Into<String>) -> Self {
+        Unrecognized {
+            field,
+            value: value.into(),
+            count: 1,
+        }
+    }
+
     /// Every `field` label value: the list item fields, `item` for a list element that is not
     /// an item at all, and the report dates.
-    pub const FIELDS: [&'static str; 16] = [
+    pub const FIELDS: [&'static str; 17] = [
         "ip",
         "domain",
         "hosts",
@@ -172,6 +186,7 @@ impl Unrecognized {
         "snds_reputation",
         "snds_reputation_change",
         "item",
+        "tags",
         "blacklist_history.date",
         "senderscore_history.date",
     ];

@@ -63,6 +63,8 @@ pub struct Config {
     pub poll_interval: Duration,
     /// Age after which the values of a failing endpoint are no longer served.
     pub max_age: Duration,
+    /// Host names (and, separately, tags) kept per asset.
+    pub max_labels_per_asset: usize,
     /// Retries of transient failures.
     pub retry: RetryPolicy,
     /// Per-asset reports, when `asset_reports.enabled`.
@@ -151,8 +153,13 @@ impl Settings {
     pub fn figment(cli: &Cli, env: impl IntoIterator<Item = (String, String)>) -> Figment {
         let mut figment = Figment::new();
         if cli.demo {
-            // The simulation moves every few seconds; a shorter default shows it.
-            figment = figment.merge(Serialized::default("poll.interval", "15s"));
+            // The simulation moves every few seconds; a shorter default shows it, and asset
+            // reports fill the dashboard's blacklist panels within a minute. The file, the
+            // environment and the flags can still change both.
+            figment = figment
+                .merge(Serialized::default("poll.interval", "15s"))
+                .merge(Serialized::default("asset_reports.enabled", true))
+                .merge(Serialized::default("asset_reports.interval", "30s"));
         }
         if let Some(file) = &cli.config_file {
             figment = figment.merge(Toml::file_exact(file));
@@ -229,12 +236,14 @@ impl Settings {
             },
             poll_interval: self.poll.interval,
             max_age: self.metrics.max_age,
+            max_labels_per_asset: self.metrics.max_labels_per_asset,
             retry,
             asset_reports: reports.enabled.then(|| ReportSchedule {
                 interval: reports.interval,
                 concurrency: reports.concurrency,
                 selection: Selection::new(reports.include, reports.exclude, reports.shard),
                 timezone: reports.timezone,
+                max_labels: self.metrics.max_labels_per_asset,
             }),
             web: WebConfig {
                 listen_address: self.web.listen_address,

@@ -70,6 +70,9 @@ pub struct MetricsSettings {
     /// Age after which the asset series of a failing endpoint are dropped.
     #[serde(deserialize_with = "parse::duration")]
     pub max_age: Duration,
+    /// Host names (and, separately, tags) kept per asset; the rest are dropped and counted.
+    #[serde(deserialize_with = "parse::lenient")]
+    pub max_labels_per_asset: usize,
 }
 
 /// `[backoff]`: exponential backoff with full jitter on 503, other 5xx, timeouts and connection
@@ -178,6 +181,7 @@ impl Default for MetricsSettings {
     fn default() -> Self {
         MetricsSettings {
             max_age: Duration::from_secs(3600),
+            max_labels_per_asset: 64,
         }
     }
 }

@@ -46,6 +46,8 @@ pub enum Fault {
     Body(String),
     /// Wait this long, then answer normally.
     Delay(Duration),
+    /// Answer `302 Found` with this `Location`.
+    Redirect(String),
 }
 
 /// A handle on a running (or ready to run) simulated API; clones share the same state.
@@ -292,6 +294,9 @@ impl SimulatedApi {
                 }
                 Fault::Body(body) => Decision::Answer(raw_json(body)),
                 Fault::Delay(delay) => Decision::Delay(delay),
+                Fault::Redirect(location) => Decision::Answer(
+                    (StatusCode::FOUND, [(header::LOCATION, location)]).into_response(),
+                ),
             };
         }
         if let Some(status) = sim.outages.get(path) {

@@ -3,6 +3,8 @@
 //! [`Asset::from_item`] applies them: null and -1 mean no sample; booleans, numbers and the
 //! known strings are mapped; anything else is reported as [`Unrecognized`].
 
+use std::collections::HashSet;
+
 use crate::upstream::dto::{self, DecodeError, Loose, NamedItem};
 use crate::vocabulary::{Kind, SndsColour, Unrecognized};
 
@@ -41,7 +43,12 @@ pub struct Asset {
 
 impl Asset {
     /// Maps a decoded list item, reporting every value it cannot map into `unrecognized`.
-    pub fn from_item(kind: Kind, named: NamedItem, unrecognized: &mut Vec<Unrecognized>) -> Asset {
+    pub fn from_item(
+        kind: Kind,
+        named: NamedItem,
+        max_labels: usize,
+        unrecognized: &mut Vec<Unrecognized>,
+    ) -> Asset {
         let NamedItem { name, item } = named;
         let out = unrecognized;
         let senderscore_change = number(
@@ -87,10 +94,11 @@ impl Asset {
             other => (None, number("snds_reputation", other, out)),
         };
 
+        let hostnames = label_values(item.hosts, max_labels, "hosts", &name, out);
         Asset {
             kind,
             name,
-            hostnames: distinct_non_empty(item.hosts),
+            hostnames,
             senderscore: item.senderscore.filter(|s| *s >= 0.0),
             senderscore_previous: item.senderscore_prev.filter(|s| *s >= 0.0),
             senderscore_change,
@@ -118,23 +126,51 @@ fn number(field: &'static str, value: &Loose, out: &mut Vec<Unrecognized>) -> Op
 
 /// Records a value that cannot be mapped; always `None`, the sample it does not give.
 fn report<T>(field: &'static str, value: &Loose, out: &mut Vec<Unrecognized>) -> Option<T> {
-    out.push(Unrecognized {
-        field,
-        value: describe(value),
-    });
+    out.push(Unrecognized::new(field, describe(value)));
     None
 }
 
-/// The non-empty strings, each once, in their first order: label values that would otherwise
-/// give duplicate series.
-pub fn distinct_non_empty(values: Vec<String>) -> Vec<String> {
-    let mut out: Vec<String> = Vec::with_capacity(values.len());
+/// Longest label value kept, in bytes: a longer host name or tag is dropped.
+pub const MAX_LABEL_BYTES: usize = 1024;
+
+/// The label values of one asset that become series (host names, tags): non-empty, each once,
+/// at most [`MAX_LABEL_BYTES`] long and at most `max` of them, in their first order, found in
+/// linear time. What is dropped is reported as one [`Unrecognized`] of `field` that counts
+/// every dropped value.
+pub fn label_values(
+    values: Vec<String>,
+    max: usize,
+    field: &'static str,
+    asset: &str,
+    out: &mut Vec<Unrecognized>,
+) -> Vec<String> {
+    let total = values.len();
+    let mut seen: HashSet<String> = HashSet::with_capacity(total.min(4 * max + 16));
+    let mut kept = Vec::with_capacity(total.min(max));
+    let mut dropped = 0u64;
     for value in values {
-        if !value.is_empty() && !out.contains(&value) {
-            out.push(value);
+        if value.is_empty() || seen.contains(&value) {
+            continue;
         }
+        if value.len() > MAX_LABEL_BYTES || kept.len() >= max {
+            dropped += 1;
+        } else {
+            kept.push(value.clone());
+        }
+        seen.insert(value);
     }
-    out
+    if dropped > 0 {
+        let short: String = asset.chars().take(64).collect();
+        out.push(Unrecognized {
+            field,
+            value: format!(
+                "{short}: {dropped} of {total} values dropped (over \
+                 metrics.max_labels_per_asset = {max}, or longer than 1 KiB)"
+            ),
+            count: dropped,
+        });
+    }
+    kept
 }
 
 fn blocked_from_text(text: &str) -> Option<f64> {
@@ -196,14 +232,18 @@ pub struct DecodedAssets {
 
 impl AssetSet {
     /// Decodes `ip-list` or `domain-list` and maps each item as soon as it is decoded.
-    pub fn decode(body: &[u8], kind: Kind) -> Result<DecodedAssets, DecodeError> {
+    pub fn decode(
+        body: &[u8],
+        kind: Kind,
+        max_labels: usize,
+    ) -> Result<DecodedAssets, DecodeError> {
         let name_field = match kind {
             Kind::Ip => "ip",
             Kind::Domain => "domain",
         };
         let mut unrecognized = Vec::new();
         let list = dto::decode_list_with(body, name_field, |item| {
-            Asset::from_item(kind, item, &mut unrecognized)
+            Asset::from_item(kind, item, max_labels, &mut unrecognized)
         })?;
         Ok(DecodedAssets {
             set: AssetSet { assets: list.items },
@@ -226,7 +266,7 @@ mod tests {
             item,
         };
         (
-            Asset::from_item(kind, named, &mut unrecognized),
+            Asset::from_item(kind, named, 64, &mut unrecognized),
             unrecognized,
         )
     }
@@ -355,5 +395,25 @@ mod tests {
             },
         );
         assert_eq!(asset.hostnames, ["a", "b"]);
+    }
+
+    #[test]
+    fn host_names_past_the_limit_or_over_1_kib_are_dropped_and_counted() {
+        let mut hosts: Vec<String> = (0..200_000).map(|i| format!("h{i}.example")).collect();
+        hosts.insert(1, "x".repeat(MAX_LABEL_BYTES + 1));
+        hosts.insert(2, "h0.example".into());
+        let mut out = Vec::new();
+        let kept = label_values(hosts, 64, "hosts", "192.0.2.1", &mut out);
+        assert_eq!(kept.len(), 64);
+        assert_eq!(kept[0], "h0.example");
+        assert_eq!(kept[1], "h1.example");
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].field, "hosts");
+        assert_eq!(out[0].count, 200_000 - 64 + 1);
+        assert!(
+            out[0]
+                .value
+                .starts_with("192.0.2.1: 199937 of 200002 values dropped")
+        );
     }
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use jiff::tz::TimeZone;
 
-use super::asset::distinct_non_empty;
+use super::asset::label_values;
 use crate::upstream::date;
 use crate::upstream::dto::AssetReport;
 use crate::vocabulary::Kind;
@@ -91,19 +91,29 @@ impl Reports {
 }
 
 impl Report {
-    /// Maps a decoded report; dates that do not parse are reported and skipped.
+    /// Maps the decoded report of the asset `name`; dates that do not parse, and tags past
+    /// `max_labels` or over 1 KiB, are reported and skipped.
     pub fn from_dto(
-        dto: AssetReport,
+        mut dto: AssetReport,
+        name: &str,
         zone: &TimeZone,
+        max_labels: usize,
         unrecognized: &mut Vec<Unrecognized>,
     ) -> Self {
+        let tags = label_values(
+            std::mem::take(&mut dto.tags),
+            max_labels,
+            "tags",
+            name,
+            unrecognized,
+        );
         let mut parse = |field: &'static str, text: &str| {
             let parsed = date::parse(text, zone);
             if parsed.is_none() {
-                unrecognized.push(Unrecognized {
+                unrecognized.push(Unrecognized::new(
                     field,
-                    value: format!("{:?}", text.chars().take(64).collect::<String>()),
-                });
+                    format!("{:?}", text.chars().take(64).collect::<String>()),
+                ));
             }
             parsed
         };
@@ -143,7 +153,7 @@ impl Report {
             .reduce(f64::max);
 
         Report {
-            tags: distinct_non_empty(dto.tags),
+            tags,
             listings,
             senderscore_updated,
         }
@@ -185,7 +195,7 @@ mod tests {
             ],
         };
         let mut unrecognized = Vec::new();
-        let report = Report::from_dto(dto, &TimeZone::UTC, &mut unrecognized);
+        let report = Report::from_dto(dto, "192.0.2.1", &TimeZone::UTC, 64, &mut unrecognized);
         let nov = |day: i64, hour: i64| 1_793_491_200.0 + ((day - 1) * 86_400 + hour * 3600) as f64;
         assert_eq!(
             report.listings,

@@ -38,6 +38,8 @@ pub struct Poller {
     store: Arc<Store>,
     interval: Duration,
     retry: RetryPolicy,
+    /// Most host names kept per asset (`metrics.max_labels_per_asset`).
+    max_labels: usize,
 }
 
 impl Poller {
@@ -48,6 +50,7 @@ impl Poller {
         store: Arc<Store>,
         interval: Duration,
         retry: RetryPolicy,
+        max_labels: usize,
     ) -> Self {
         Poller {
             client,
@@ -55,6 +58,7 @@ impl Poller {
             store,
             interval,
             retry,
+            max_labels,
         }
     }
 
@@ -73,7 +77,11 @@ impl Poller {
             loop {
                 let wake = self.store.next_expiry().map_or(due, |e| e.min(due));
                 tokio::time::sleep_until(wake).await;
-                if self.store.expire(Instant::now()) {
+                // Rebuilding the snapshot walks every asset: off the async workers.
+                let store = self.store.clone();
+                let now = Instant::now();
+                let expired = crate::task::spawn_blocking(move || store.expire(now)).await;
+                if expired.unwrap_or(false) {
                     self.count_assets();
                 }
                 if Instant::now() >= due {
@@ -130,7 +138,9 @@ impl Poller {
         let endpoint = Endpoint::list(kind);
         let fetched = Instant::now();
         let decoded = match self
-            .fetch(endpoint, deadline, |body| AssetSet::decode(body, kind))
+            .fetch(endpoint, deadline, |body| {
+                AssetSet::decode(body, kind, self.max_labels)
+            })
             .await
         {
             Ok(decoded) => decoded,
@@ -150,6 +160,15 @@ impl Poller {
         }
         let mut unrecognized = log_rejected(endpoint, &rejected);
         unrecognized.extend(more);
+        let previous = self.store.current().count(kind);
+        if set.assets.is_empty() && previous > 0 {
+            warn!(
+                endpoint = endpoint.label(),
+                previous,
+                "the API sent an empty list where the last one had assets; they are no longer \
+                 served"
+            );
+        }
 
         let store = self.store.clone();
         let replaced = crate::task::spawn_blocking(move || store.replace(kind, set, fetched)).await;
@@ -269,10 +288,7 @@ fn log_rejected(endpoint: Endpoint, rejected: &[DecodeError]) -> Vec<Unrecognize
     }
     rejected
         .iter()
-        .map(|error| Unrecognized {
-            field: field_of(&error.path),
-            value: error.message.clone(),
-        })
+        .map(|error| Unrecognized::new(field_of(&error.path), error.message.clone()))
         .collect()
 }
 

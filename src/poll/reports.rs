@@ -38,6 +38,8 @@ pub struct ReportSchedule {
     pub selection: Selection,
     /// Zone of the API's history dates.
     pub timezone: TimeZone,
+    /// Most tags kept per asset (`metrics.max_labels_per_asset`).
+    pub max_labels: usize,
 }
 
 /// Fetches the reports of the selected assets, round after round.
@@ -51,6 +53,7 @@ pub struct ReportPoller {
     concurrency: usize,
     selection: Selection,
     zone: TimeZone,
+    max_labels: usize,
 }
 
 /// What one report request gave.
@@ -79,6 +82,7 @@ impl ReportPoller {
             concurrency: schedule.concurrency,
             selection: schedule.selection,
             zone: schedule.timezone,
+            max_labels: schedule.max_labels,
         }
     }
 
@@ -116,8 +120,12 @@ impl ReportPoller {
             .collect();
         drop(snapshot);
         let selected: HashSet<(Kind, String)> = targets.iter().cloned().collect();
-        self.store
-            .retain_reports(|kind, name| selected.contains(&(kind, name.to_owned())));
+        // Rebuilding the snapshot walks every asset: off the async workers.
+        let store = self.store.clone();
+        let _ = crate::task::spawn_blocking(move || {
+            store.retain_reports(|kind, name| selected.contains(&(kind, name.to_owned())));
+        })
+        .await;
         info!(
             assets = targets.len(),
             interval = ?self.interval,
@@ -148,11 +156,12 @@ impl ReportPoller {
                 Outcome::Failed => failed += 1,
             }
             if last_publish.elapsed() >= PUBLISH_EVERY {
-                self.publish(std::mem::take(&mut batch), &mut unrecognized);
+                self.publish(std::mem::take(&mut batch), &mut unrecognized)
+                    .await;
                 last_publish = Instant::now();
             }
         }
-        self.publish(batch, &mut unrecognized);
+        self.publish(batch, &mut unrecognized).await;
         if failed > 0 {
             warn!(
                 failed,
@@ -164,12 +173,15 @@ impl ReportPoller {
         failed == 0
     }
 
-    fn publish(
+    /// Hands a batch of reports to the store, which rebuilds the snapshot on a blocking thread.
+    async fn publish(
         &self,
         batch: Vec<(Kind, String, Option<Report>)>,
         unrecognized: &mut Vec<Unrecognized>,
     ) {
-        self.store.apply_reports(batch, Instant::now());
+        let store = self.store.clone();
+        let fetched = Instant::now();
+        let _ = crate::task::spawn_blocking(move || store.apply_reports(batch, fetched)).await;
         for value in self.telemetry.unrecognized(std::mem::take(unrecognized)) {
             warn!(
                 field = value.field,
@@ -195,7 +207,8 @@ impl ReportPoller {
                 self.client.get(Endpoint::Asset, &path, |body| {
                     let dto: AssetReport = dto::decode(body)?;
                     let mut unrecognized = Vec::new();
-                    let report = Report::from_dto(dto, zone, &mut unrecognized);
+                    let report =
+                        Report::from_dto(dto, name, zone, self.max_labels, &mut unrecognized);
                     Ok((report, unrecognized))
                 })
             })

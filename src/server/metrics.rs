@@ -64,7 +64,8 @@ pub(super) async fn metrics(State(state): State<AppState>, headers: HeaderMap) -
     let snapshot = state.snapshots.borrow().clone();
     let live = live(&state.telemetry, format);
     let content_type = (header::CONTENT_TYPE, format.content_type());
-    let vary = (header::VARY, "Accept-Encoding");
+    // The body depends on both headers: a cache must key on both.
+    let vary = (header::VARY, "Accept, Accept-Encoding");
     if !gzip {
         let mut chunks = snapshot.body(format).to_vec();
         chunks.push(Bytes::from(live));

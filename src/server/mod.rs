@@ -3,6 +3,7 @@
 
 mod auth;
 mod body;
+pub mod connections;
 mod landing;
 mod listener;
 pub mod metrics;
@@ -23,6 +24,7 @@ use tracing::instrument::WithSubscriber as _;
 use crate::snapshot::Snapshot;
 use crate::telemetry::Telemetry;
 use crate::web_config::WebConfigFile;
+pub use connections::max_connections;
 use listener::{TlsListener, bounded};
 
 /// Longest time a request may take; keeps shutdown from hanging on a stuck client.
@@ -64,17 +66,15 @@ pub fn router(state: AppState) -> Router {
         .with_state(state)
 }
 
-/// Most connections served at once; more wait in the kernel's accept queue.
-pub const MAX_CONNECTIONS: usize = 512;
-
 /// Serves the exporter on `listener` until `shutdown` completes, then lets open requests
-/// finish. TLS when the web configuration file turns it on.
+/// finish, with as many connections at once as the process' file limit allows. TLS when the
+/// web configuration file turns it on.
 pub async fn serve(
     listener: TcpListener,
     state: AppState,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    serve_bounded(listener, state, shutdown, MAX_CONNECTIONS).await
+    serve_bounded(listener, state, shutdown, max_connections()).await
 }
 
 /// [`serve`] with at most `max_connections` connections open at once.
@@ -98,20 +98,16 @@ pub async fn serve_bounded(
             }
         })
     });
-    let served = if web.current().tls.is_some() {
+    if web.current().tls.is_some() {
         let listener = TlsListener::spawn(listener, web, max_connections)?;
-        axum::serve(listener, app)
-            .with_graceful_shutdown(shutdown)
-            .await
+        connections::serve(listener, app, shutdown).await;
     } else {
-        axum::serve(bounded(listener, max_connections), app)
-            .with_graceful_shutdown(shutdown)
-            .await
-    };
+        connections::serve(bounded(listener, max_connections), app, shutdown).await;
+    }
     if let Some(watch) = watch {
         watch.abort();
     }
-    served
+    Ok(())
 }
 
 async fn healthy() -> &'static str {

@@ -334,7 +334,7 @@ impl Telemetry {
         for value in values {
             self.unrecognized
                 .get_or_create(&FieldLabels { field: value.field })
-                .inc();
+                .inc_by(value.count);
             if state.logged_values.len() < MAX_REMEMBERED_VALUES
                 && state
                     .logged_values
@@ -557,10 +557,7 @@ mod tests {
     #[test]
     fn an_unrecognized_value_is_counted_every_time_and_returned_for_logging_once() {
         let t = Telemetry::new(&[]);
-        let value = || Unrecognized {
-            field: "snds_blocked",
-            value: "\"maybe\"".into(),
-        };
+        let value = || Unrecognized::new("snds_blocked", "\"maybe\"");
         assert_eq!(t.unrecognized(vec![value()]).len(), 1);
         assert_eq!(t.unrecognized(vec![value(), value()]).len(), 0);
         assert!(

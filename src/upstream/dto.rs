@@ -351,6 +351,20 @@ pub fn decode_list_with<T>(
         }
         out.items.push(convert(NamedItem { name, item }));
     }
+    // A list of which nothing can be used says nothing about the fleet: it is a bad body, not
+    // "every asset is gone".
+    if out.items.is_empty() && !out.rejected.is_empty() {
+        let first = &out.rejected[0];
+        return Err(DecodeError {
+            path: "$".into(),
+            message: format!(
+                "none of the {} items can be used (the first: {} at {})",
+                out.rejected.len(),
+                first.message,
+                first.path
+            ),
+        });
+    }
     Ok(out)
 }
 
@@ -461,9 +475,23 @@ mod tests {
 
     #[test]
     fn an_item_without_its_name_is_rejected() {
-        let list = decode_list(br#"[{"senderscore": 70}]"#, "ip").unwrap();
-        assert!(list.items.is_empty());
+        let list = decode_list(br#"[{"senderscore": 70}, {"ip": "192.0.2.1"}]"#, "ip").unwrap();
+        assert_eq!(list.items.len(), 1);
         assert_eq!(list.rejected[0].path, "$[0].ip");
+    }
+
+    #[test]
+    fn a_non_empty_list_of_which_nothing_can_be_used_fails_the_whole_list() {
+        for body in [
+            &br#"[[[[1]]], "192.0.2.1", 3, null]"#[..],
+            br#"[{"senderscore": 70}]"#,
+        ] {
+            let error = decode_list(body, "ip").unwrap_err();
+            assert_eq!(error.path, "$");
+            assert!(error.message.starts_with("none of the "), "{error}");
+        }
+        let empty = decode_list(b"[]", "ip").unwrap();
+        assert!(empty.items.is_empty() && empty.rejected.is_empty());
     }
 
     #[test]

@@ -40,6 +40,10 @@ pub enum FetchError {
     /// No connection, or the connection broke.
     #[error("cannot reach the API: {0}")]
     Connect(String),
+    /// A redirect to another scheme, host or port, which is not followed: the token and the
+    /// answer stay with the configured origin.
+    #[error("the API redirected to another origin, {0}; not followed")]
+    Redirect(String),
     /// The body is larger than `api.max_body_bytes`.
     #[error("the body is larger than api.max_body_bytes ({0} bytes)")]
     TooLarge(u64),
@@ -62,10 +66,28 @@ impl FetchError {
         match self {
             FetchError::Status { status, .. } => status.is_server_error(),
             FetchError::Timeout(_) | FetchError::Connect(_) => true,
-            FetchError::Rejected(_) | FetchError::TooLarge(_) | FetchError::Decode(_) => false,
+            FetchError::Rejected(_)
+            | FetchError::Redirect(_)
+            | FetchError::TooLarge(_)
+            | FetchError::Decode(_) => false,
         }
     }
 }
+
+/// Most redirects followed within the configured origin.
+const MAX_REDIRECTS: usize = 10;
+
+/// The origin (`scheme://host:port`) a refused redirect pointed to.
+#[derive(Debug)]
+struct OffOrigin(String);
+
+impl std::fmt::Display for OffOrigin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "a redirect to {}", self.0)
+    }
+}
+
+impl std::error::Error for OffOrigin {}
 
 /// Why a client cannot be built.
 #[derive(Debug, thiserror::Error)]
@@ -114,7 +136,19 @@ impl Client {
         // build); installing it twice is harmless.
         let _ = rustls::crypto::ring::default_provider().install_default();
         let authorization = Arc::new(Authorization::new(&options.token, options.token_file)?);
+        let origin = options.base_url.origin();
+        let redirects = reqwest::redirect::Policy::custom(move |attempt| {
+            if attempt.url().origin() != origin {
+                let elsewhere = OffOrigin(attempt.url().origin().ascii_serialization());
+                attempt.error(elsewhere)
+            } else if attempt.previous().len() >= MAX_REDIRECTS {
+                attempt.error(OffOrigin("a redirect loop".into()))
+            } else {
+                attempt.follow()
+            }
+        });
         let http = reqwest::Client::builder()
+            .redirect(redirects)
             .user_agent(concat!("reputation-exporter/", env!("CARGO_PKG_VERSION")))
             .timeout(options.timeout)
             .connect_timeout(options.timeout.min(Duration::from_secs(10)))
@@ -152,7 +186,7 @@ impl Client {
             Err(FetchError::Rejected(_)) => self.telemetry.auth(endpoint, false),
             Err(FetchError::Status { .. } | FetchError::Decode(_) | FetchError::TooLarge(_))
             | Ok(_) => self.telemetry.auth(endpoint, true),
-            Err(FetchError::Timeout(_) | FetchError::Connect(_)) => {}
+            Err(FetchError::Timeout(_) | FetchError::Connect(_) | FetchError::Redirect(_)) => {}
         }
         result
     }
@@ -211,6 +245,13 @@ impl Client {
         if error.is_timeout() {
             return FetchError::Timeout(self.timeout);
         }
+        let mut source = std::error::Error::source(&error);
+        while let Some(cause) = source {
+            if let Some(OffOrigin(origin)) = cause.downcast_ref::<OffOrigin>() {
+                return FetchError::Redirect(origin.clone());
+            }
+            source = cause.source();
+        }
         // reqwest's messages name the URL, which holds no secret; the header is never in them.
         let mut message = error.to_string();
         let mut source = std::error::Error::source(&error);
@@ -230,6 +271,7 @@ fn code_of(error: &FetchError) -> Code {
         }
         FetchError::Timeout(_) => Code::Timeout,
         FetchError::Connect(_) => Code::Connect,
+        FetchError::Redirect(_) => Code::Redirect,
         FetchError::TooLarge(_) | FetchError::Decode(_) => Code::Decode,
     }
 }

@@ -78,7 +78,7 @@ fn snapshot(ips: &[Value], domains: &[Value]) -> Option<(Snapshot, Vec<Asset>)> 
     let mut assets = Vec::new();
     let mut list = |items: &[Value], kind| {
         let body = serde_json::to_vec(items).unwrap();
-        let set = AssetSet::decode(&body, kind).ok()?.set;
+        let set = AssetSet::decode(&body, kind, 64).ok()?.set;
         assets.extend(set.assets.iter().cloned());
         Some(Arc::new(ListPart::new(kind, set)))
     };

@@ -55,7 +55,7 @@ impl Default for Options {
             start_polling: true,
             configure: Box::new(|_| {}),
             token: DEMO_TOKEN,
-            max_connections: server::MAX_CONNECTIONS,
+            max_connections: server::max_connections(),
         }
     }
 }
