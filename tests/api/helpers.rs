@@ -194,6 +194,18 @@ impl TestApp {
     }
 }
 
+/// Waits until `condition` holds; panics after [`DEADLINE`].
+pub async fn eventually(what: &str, condition: impl Fn() -> bool) {
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    while !condition() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 /// The value of the one sample line that starts with `series` (name and labels), if any.
 pub fn sample(body: &str, series: &str) -> Option<f64> {
     body.lines().find_map(|line| {

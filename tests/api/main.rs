@@ -6,6 +6,7 @@ mod faults;
 mod fuzz;
 mod health;
 mod helpers;
+mod hostile;
 mod metrics;
 mod process;
 mod reports;
