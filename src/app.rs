@@ -117,6 +117,7 @@ impl App {
             telemetry: telemetry.clone(),
             telemetry_path: config.web.telemetry_path.clone(),
             web: config.web.config_file.clone(),
+            demo: demo.is_some(),
         };
         Ok(App {
             poller,

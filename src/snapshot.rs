@@ -12,7 +12,7 @@ use crate::exposition::assets::{self, ListSamples};
 use crate::exposition::gzip::GzipPrefix;
 use crate::exposition::{Format, Rendered};
 use crate::model::{Asset, AssetSet, Reports, worst_first};
-use crate::vocabulary::Kind;
+use crate::vocabulary::{Kind, SndsColour};
 
 /// Assets of each list kept for the landing page, worst first.
 pub const WORST_KEPT: usize = 100;
@@ -30,12 +30,53 @@ pub struct ListPart {
     pub worst: Vec<Asset>,
     /// Sample lines, one chunk per family of [`assets::list_families`].
     pub samples: Vec<Bytes>,
+    /// How many of the assets are in trouble, for the landing page.
+    pub summary: Summary,
+}
+
+/// Sender Score under which the landing page counts an asset as low (the shipped alert's
+/// threshold).
+pub const LOW_SCORE: f64 = 70.0;
+
+/// How many assets a list or snapshot holds, and how many of them are in trouble.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Summary {
+    /// Every asset.
+    pub assets: usize,
+    /// Listed on at least one blacklist.
+    pub listed: usize,
+    /// SNDS colour red.
+    pub snds_red: usize,
+    /// Sender Score below [`LOW_SCORE`].
+    pub low_score: usize,
+}
+
+impl Summary {
+    fn of(assets: &[Asset]) -> Summary {
+        let count = |keep: fn(&Asset) -> bool| assets.iter().filter(|a| keep(a)).count();
+        Summary {
+            assets: assets.len(),
+            listed: count(|a| a.blacklistings.is_some_and(|n| n > 0.0)),
+            snds_red: count(|a| a.snds_reputation == Some(SndsColour::Red)),
+            low_score: count(|a| a.senderscore.is_some_and(|s| s < LOW_SCORE)),
+        }
+    }
+
+    fn add(self, other: Summary) -> Summary {
+        Summary {
+            assets: self.assets + other.assets,
+            listed: self.listed + other.listed,
+            snds_red: self.snds_red + other.snds_red,
+            low_score: self.low_score + other.low_score,
+        }
+    }
 }
 
 impl ListPart {
     /// Renders the assets of one list and keeps what a snapshot needs of them.
     pub fn new(kind: Kind, set: AssetSet) -> ListPart {
         let samples = assets::render_list(&set.assets);
+        let summary = Summary::of(&set.assets);
         let mut order: Vec<&Asset> = set.assets.iter().collect();
         let kept = order.len().min(WORST_KEPT);
         if kept > 0 && kept < order.len() {
@@ -54,11 +95,11 @@ impl ListPart {
             names,
             worst,
             samples,
+            summary,
         }
     }
 }
 
-/// Most blacklistings first, then lowest sender score (no score last), then by name.
 /// What a scrape serves: the latest part of both lists and the rendered bodies.
 #[derive(Debug, Default)]
 pub struct Snapshot {
@@ -134,6 +175,13 @@ impl Snapshot {
             Kind::Domain => &self.domains,
         };
         list.as_ref().map_or(0, |l| l.names.len())
+    }
+
+    /// Both lists' summaries together.
+    pub fn summary(&self) -> Summary {
+        self.lists()
+            .map(|list| list.summary)
+            .fold(Summary::default(), Summary::add)
     }
 
     /// Number of assets of both kinds.

@@ -178,7 +178,7 @@ impl Poller {
             Err(e) if e.is_cancelled() => return false,
             Err(e) => {
                 error!(endpoint = endpoint.label(), error = %e, "rendering the list failed");
-                self.telemetry.polled(endpoint, false);
+                self.telemetry.failed(endpoint, "rendering failed".into());
                 return false;
             }
         }
@@ -243,7 +243,7 @@ impl Poller {
     }
 
     fn failed(&self, endpoint: Endpoint, error: &FetchError) -> bool {
-        self.telemetry.polled(endpoint, false);
+        self.telemetry.failed(endpoint, error.class());
         match error {
             FetchError::Rejected(_) => error!(
                 endpoint = endpoint.label(),

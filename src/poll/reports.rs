@@ -169,7 +169,12 @@ impl ReportPoller {
                  until metrics.max_age"
             );
         }
-        self.telemetry.polled(Endpoint::Asset, failed == 0);
+        if failed == 0 {
+            self.telemetry.polled(Endpoint::Asset, true);
+        } else {
+            let class = format!("{failed} report(s) failed");
+            self.telemetry.failed(Endpoint::Asset, class);
+        }
         failed == 0
     }
 

@@ -6,11 +6,21 @@ use axum::extract::State;
 use axum::response::Html;
 
 use super::AppState;
-use crate::snapshot::WORST_KEPT;
+use crate::snapshot::{LOW_SCORE, WORST_KEPT};
 use crate::telemetry::unix_now;
+use crate::vocabulary::{Kind, SndsColour};
 
 /// Assets listed on the landing page; the rest are in `/metrics`.
 const LANDING_ROWS: usize = WORST_KEPT;
+
+/// The page's style: plain, readable, colours only where they carry meaning.
+const STYLE: &str = "body{font-family:sans-serif;margin:2em;color:#222}\
+     table{border-collapse:collapse;margin-bottom:1em}\
+     td,th{border:1px solid #ccc;padding:2px 8px;text-align:left}\
+     td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}\
+     .bad{background:#f8d7da}.warn{background:#fff3cd}.good{background:#d4edda}\
+     .demo{background:#fff3cd;border:1px solid #e0c060;padding:4px 8px;display:inline-block}\
+     .summary{font-size:1.1em}";
 
 pub(super) async fn landing(State(state): State<AppState>) -> Html<String> {
     let snapshot = state.snapshots.borrow().clone();
@@ -20,46 +30,122 @@ pub(super) async fn landing(State(state): State<AppState>) -> Html<String> {
     let _ = write!(
         page,
         "<!doctype html><html><head><meta charset=\"utf-8\"><title>Reputation Exporter</title>\
-         <style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}\
-         td,th{{border:1px solid #ccc;padding:2px 8px;text-align:left}}</style></head><body>\
-         <h1>Reputation Exporter</h1><p>Version {version}. Metrics: <a href=\"{path}\">{path}</a>\
-         </p><h2>Upstream API</h2><table><tr><th>endpoint</th><th>last poll</th>\
-         <th>last success</th></tr>"
+         <style>{STYLE}</style></head><body><h1>Reputation Exporter</h1>"
     );
-    let now = unix_now();
-    for health in state.telemetry.health() {
-        let age = health
-            .last_success
-            .map_or("never".to_owned(), |t| format!("{:.0} s ago", now - t));
-        let _ = write!(
-            page,
-            "<tr><td>{}</td><td>{}</td><td>{age}</td></tr>",
-            health.endpoint.label(),
-            if health.up { "ok" } else { "failed" },
+    if state.demo {
+        page.push_str(
+            "<p class=\"demo\">Demo mode: the data comes from the built-in simulated API, not \
+             from an account.</p>",
         );
     }
-    let total = snapshot.total();
+    let readiness = if snapshot.ready {
+        "ready"
+    } else {
+        "not ready yet (no list has been polled successfully)"
+    };
     let _ = write!(
         page,
-        "</table><h2>Assets, worst first</h2><p>{total} assets.</p><table><tr><th>kind</th>\
-         <th>asset</th><th>sender score</th><th>blacklistings</th><th>SNDS</th></tr>"
+        "<p>Version {version}. Metrics: <a href=\"{path}\">{path}</a>. \
+         Readiness: {readiness} (<a href=\"/-/ready\">/-/ready</a>, \
+         <a href=\"/-/healthy\">/-/healthy</a>).</p>"
+    );
+
+    let summary = snapshot.summary();
+    let _ = write!(
+        page,
+        "<p class=\"summary\">{} assets ({} IP addresses, {} domains): <b>{}</b> listed on a \
+         blacklist, <b>{}</b> with SNDS red, <b>{}</b> with a Sender Score below {LOW_SCORE}.</p>",
+        summary.assets,
+        snapshot.count(Kind::Ip),
+        snapshot.count(Kind::Domain),
+        summary.listed,
+        summary.snds_red,
+        summary.low_score,
+    );
+
+    page.push_str(
+        "<h2>Upstream API</h2><table><tr><th>endpoint</th><th>last poll</th>\
+         <th>last tried</th><th>last success</th></tr>",
+    );
+    let now = unix_now();
+    let ago = |t: Option<f64>| t.map_or("never".to_owned(), |t| format!("{:.0} s ago", now - t));
+    for health in state.telemetry.health() {
+        let (class, state) = match (&health.error, health.up, health.last_tried) {
+            (_, _, None) => ("warn", "not polled yet".to_owned()),
+            (_, true, Some(_)) => ("good", "ok".to_owned()),
+            (Some(error), false, Some(_)) => ("bad", format!("failed: {}", escape(error))),
+            (None, false, Some(_)) => ("bad", "failed".to_owned()),
+        };
+        let _ = write!(
+            page,
+            "<tr><td>{}</td><td class=\"{class}\">{state}</td><td class=\"num\">{}</td>\
+             <td class=\"num\">{}</td></tr>",
+            health.endpoint.label(),
+            ago(health.last_tried),
+            ago(health.last_success),
+        );
+    }
+    let reports = snapshot.reports.as_deref();
+    let _ = write!(
+        page,
+        "</table><h2>Assets, worst first</h2><table><tr><th>kind</th><th>asset</th>\
+         <th class=\"num\">sender score</th><th class=\"num\">blacklistings</th><th>SNDS</th>{}\
+         </tr>",
+        if reports.is_some() {
+            "<th>listed on</th>"
+        } else {
+            ""
+        }
     );
     for asset in snapshot.worst(LANDING_ROWS) {
         let show = |v: Option<f64>| v.map_or("–".to_owned(), |v| v.to_string());
-        let snds = asset.snds_reputation.map_or("–", |c| c.label());
+        let score = match asset.senderscore {
+            None => "",
+            Some(s) if s < LOW_SCORE => "bad",
+            Some(s) if s < 80.0 => "warn",
+            Some(_) => "good",
+        };
+        let listings = match asset.blacklistings {
+            Some(n) if n > 0.0 => "bad",
+            Some(_) => "good",
+            None => "",
+        };
+        let (snds_class, snds) = match asset.snds_reputation {
+            Some(SndsColour::Red) => ("bad", "red"),
+            Some(SndsColour::Yellow) => ("warn", "yellow"),
+            Some(SndsColour::Green) => ("good", "green"),
+            None => ("", "–"),
+        };
         let _ = write!(
             page,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{snds}</td></tr>",
+            "<tr><td>{}</td><td>{}</td><td class=\"num {score}\">{}</td>\
+             <td class=\"num {listings}\">{}</td><td class=\"{snds_class}\">{snds}</td>",
             asset.kind.label(),
             escape(&asset.name),
             show(asset.senderscore),
             show(asset.blacklistings),
         );
+        if let Some(reports) = reports {
+            let listed: Vec<String> = reports
+                .get(asset.kind, &asset.name)
+                .map(|report| {
+                    report
+                        .listings
+                        .iter()
+                        .filter(|l| l.listed)
+                        .map(|l| escape(&l.blacklist))
+                        .collect()
+                })
+                .unwrap_or_default();
+            let _ = write!(page, "<td>{}</td>", listed.join(", "));
+        }
+        page.push_str("</tr>");
     }
+    let total = snapshot.total();
     if total > LANDING_ROWS {
         let _ = write!(
             page,
-            "<tr><td colspan=\"5\">and {} more in {path}</td></tr>",
+            "<tr><td colspan=\"6\">and {} more in {path}</td></tr>",
             total - LANDING_ROWS
         );
     }

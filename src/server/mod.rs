@@ -41,6 +41,8 @@ pub struct AppState {
     pub telemetry_path: String,
     /// TLS, basic auth and extra headers (`--web.config.file`).
     pub web: Arc<WebConfigFile>,
+    /// Whether the data comes from `--demo`'s simulated API, said on the landing page.
+    pub demo: bool,
 }
 
 /// The router, separate from any socket so tests can drive it directly. Requests log to the

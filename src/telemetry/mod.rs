@@ -123,6 +123,8 @@ struct State {
     auth: BTreeMap<Endpoint, bool>,
     /// Unrecognized values already logged.
     logged_values: HashSet<(&'static str, String)>,
+    /// Per endpoint: when its last poll ended, and why it failed when it did.
+    last_poll: BTreeMap<Endpoint, (f64, Option<String>)>,
 }
 
 /// Health of one endpoint, for the landing page.
@@ -134,6 +136,10 @@ pub struct EndpointHealth {
     pub up: bool,
     /// Unix time of its last success.
     pub last_success: Option<f64>,
+    /// Unix time its last poll ended.
+    pub last_tried: Option<f64>,
+    /// Why its last poll failed (`timeout`, `HTTP 503`, `bad body`...), when it did.
+    pub error: Option<String>,
 }
 
 impl Telemetry {
@@ -281,10 +287,21 @@ impl Telemetry {
 
     /// Records the outcome of one poll of an endpoint.
     pub fn polled(&self, endpoint: Endpoint, ok: bool) {
+        self.outcome(endpoint, ok, None);
+    }
+
+    /// Records a failed poll of an endpoint and the kind of failure, for the landing page.
+    pub fn failed(&self, endpoint: Endpoint, class: String) {
+        self.outcome(endpoint, false, Some(class));
+    }
+
+    fn outcome(&self, endpoint: Endpoint, ok: bool, error: Option<String>) {
+        let now = unix_now();
+        self.state().last_poll.insert(endpoint, (now, error));
         let labels = EndpointLabels { endpoint };
         self.api_up.get_or_create(&labels).set(i64::from(ok));
         if ok {
-            self.last_success.get_or_create(&labels).set(unix_now());
+            self.last_success.get_or_create(&labels).set(now);
         }
         let up = [Endpoint::IpList, Endpoint::DomainList].iter().all(|e| {
             self.api_up
@@ -353,16 +370,20 @@ impl Telemetry {
 
     /// Health of every polled endpoint.
     pub fn health(&self) -> Vec<EndpointHealth> {
+        let state = self.state();
         self.endpoints
             .iter()
             .map(|endpoint| {
                 let labels = EndpointLabels {
                     endpoint: *endpoint,
                 };
+                let last_poll = state.last_poll.get(endpoint);
                 EndpointHealth {
                     endpoint: *endpoint,
                     up: self.api_up.get(&labels).is_some_and(|g| g.get() == 1),
                     last_success: self.last_success.get(&labels).map(|g| g.get()),
+                    last_tried: last_poll.map(|(at, _)| *at),
+                    error: last_poll.and_then(|(_, error)| error.clone()),
                 }
             })
             .collect()

@@ -61,6 +61,22 @@ impl FetchError {
         }
     }
 
+    /// The kind of failure in a few words, for the landing page.
+    pub fn class(&self) -> String {
+        match self {
+            FetchError::Rejected(status) => format!("token rejected (HTTP {})", status.as_u16()),
+            FetchError::Status { status, .. } => format!("HTTP {}", status.as_u16()),
+            FetchError::Timeout(_) => "timeout".into(),
+            FetchError::Connect(message) if message.contains("refused") => {
+                "connection refused".into()
+            }
+            FetchError::Connect(_) => "cannot connect".into(),
+            FetchError::Redirect(_) => "redirect to another origin".into(),
+            FetchError::TooLarge(_) => "body too large".into(),
+            FetchError::Decode(_) => "bad body".into(),
+        }
+    }
+
     /// Whether trying again soon may help: 5xx, timeouts and connection errors.
     pub fn is_transient(&self) -> bool {
         match self {

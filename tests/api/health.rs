@@ -93,3 +93,64 @@ async fn connections_beyond_the_bound_wait_until_one_closes() {
         .expect("served once the first connection closed");
     assert_eq!(served.status(), 200);
 }
+
+#[tokio::test]
+async fn the_landing_page_summarises_the_fleet_colours_trouble_and_says_why_an_endpoint_failed() {
+    use reputation_exporter::vocabulary::Kind;
+    use serde_json::json;
+    let upstream = reputation_exporter::demo::SimulatedApi::new(0, 0);
+    upstream.set_items(
+        Kind::Ip,
+        vec![
+            json!({"ip": "192.0.2.1", "senderscore": 50, "blacklisted": 2, "snds_reputation": "red"}),
+            json!({"ip": "192.0.2.2", "senderscore": 95, "blacklisted": 0, "snds_reputation": "green"}),
+        ],
+    );
+    upstream.set_report(
+        "192.0.2.1",
+        json!({"blacklist_history": [
+            {"date": "1st Nov 2026 09:00am", "status": "Listed", "blacklist": "Spam<haus>"}
+        ]}),
+    );
+    upstream.set_outage("/api/v1/domain-list", Some(503));
+    let app = spawn_app_with(Options {
+        upstream,
+        configure: Box::new(|s| {
+            s.asset_reports.enabled = true;
+            s.asset_reports.interval = crate::helpers::duration("300ms");
+            s.backoff.max_elapsed = crate::helpers::duration("200ms");
+            s.backoff.initial_delay = crate::helpers::duration("50ms");
+        }),
+        ..Options::default()
+    })
+    .await;
+    app.metrics_when("the listing and the failed domain list", |b| {
+        b.contains(
+            r#"reputation_blacklist_listed{kind="ip",asset="192.0.2.1",blacklist="Spam<haus>"} 1"#,
+        ) && crate::helpers::sample(
+            b,
+            r#"reputation_api_requests_total{endpoint="domain-list",code="503"}"#,
+        )
+        .is_some()
+            && crate::helpers::sample(b, "reputation_poll_duration_seconds").is_some()
+    })
+    .await;
+    let page = app.get("/").await.text().await.unwrap();
+    assert!(
+        page.contains(
+            "2 assets (2 IP addresses, 0 domains): <b>1</b> listed on a blacklist, <b>1</b> with \
+             SNDS red, <b>1</b> with a Sender Score below 70."
+        ),
+        "{page}"
+    );
+    assert!(page.contains(r#"<td class="num bad">50</td><td class="num bad">2</td><td class="bad">red</td><td>Spam&lt;haus&gt;</td>"#), "{page}");
+    assert!(page.contains(r#"<td class="num good">95</td><td class="num good">0</td><td class="good">green</td><td></td>"#), "{page}");
+    assert!(
+        page.contains(r#"<td>domain-list</td><td class="bad">failed: HTTP 503</td>"#),
+        "{page}"
+    );
+    assert!(page.contains(r#"<a href="/-/ready">/-/ready</a>"#));
+    assert!(page.contains(r#"<a href="/-/healthy">/-/healthy</a>"#));
+    assert!(!page.contains("<script"));
+    assert!(!page.contains("Demo mode"), "not a demo");
+}
