@@ -147,3 +147,20 @@ fn a_port_in_use_fails_the_start_with_a_clear_message() {
         "{stderr}"
     );
 }
+
+#[test]
+fn the_demo_fills_the_blacklist_panels_unless_asset_reports_are_turned_off() {
+    let output = exporter().args(["--demo", "--once"]).output().unwrap();
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    assert!(stdout.contains("reputation_blacklist_listed{"), "{stdout}");
+    assert!(stdout.contains("reputation_asset_tag_info{"));
+
+    let output = exporter()
+        .args(["--demo", "--once"])
+        .env("REPUTATION_EXPORTER_ASSET_REPORTS__ENABLED", "false")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    assert!(stdout.contains("reputation_asset_info{"), "{stdout}");
+    assert!(!stdout.contains("reputation_blacklist_listed{"));
+}
