@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use reputation_exporter::config::Settings;
 use reputation_exporter::demo::{Fault, SimulatedApi};
+use reputation_exporter::logging::LogFormat;
 use reputation_exporter::vocabulary::Kind;
 
 use crate::helpers::{DEADLINE, Options, TestApp, sample, spawn_app_with, up};
@@ -421,13 +422,20 @@ async fn a_slow_list_neither_slows_scrapes_nor_doubles_the_poll() {
 }
 
 #[tokio::test]
-async fn the_token_appears_in_no_log_line_error_or_metric() {
+async fn the_token_appears_in_no_log_line_error_or_metric_in_either_log_format() {
+    for format in [LogFormat::Logfmt, LogFormat::Json] {
+        token_stays_secret(format).await;
+    }
+}
+
+async fn token_stays_secret(log_format: LogFormat) {
     const TOKEN: &str = "tok-9f8e7d6c5b4a-secret";
     let upstream = SimulatedApi::new(3, 2);
     upstream.set_token("not-the-token");
     let app = spawn_app_with(Options {
         upstream,
         token: TOKEN,
+        log_format,
         ..options("200ms", |_| {})
     })
     .await;
@@ -446,8 +454,8 @@ async fn the_token_appears_in_no_log_line_error_or_metric() {
     let log = app.logs();
     assert!(log.contains("the token is rejected"), "logs were captured");
     assert!(
-        log.contains("TRACE") || log.contains("DEBUG"),
-        "every level was captured"
+        log.to_ascii_lowercase().contains("\"level\":\"debug\"") || log.contains("level=debug"),
+        "every level was captured:\n{log}"
     );
     for (what, text) in [
         ("logs", &log),

@@ -9,6 +9,7 @@ use std::time::Duration;
 use reputation_exporter::app::App;
 use reputation_exporter::config::Settings;
 use reputation_exporter::demo::{DEMO_TOKEN, SimulatedApi};
+use reputation_exporter::logging::{self, LogFormat};
 use reputation_exporter::server;
 use reputation_exporter::vocabulary::Secret;
 use tokio::net::TcpListener;
@@ -44,6 +45,8 @@ pub struct Options {
     pub token: &'static str,
     /// Most connections the exporter serves at once.
     pub max_connections: usize,
+    /// The format its log lines are written in, as `--log.format` chooses it.
+    pub log_format: LogFormat,
 }
 
 impl Default for Options {
@@ -56,6 +59,7 @@ impl Default for Options {
             configure: Box::new(|_| {}),
             token: DEMO_TOKEN,
             max_connections: server::max_connections(),
+            log_format: LogFormat::Logfmt,
         }
     }
 }
@@ -98,11 +102,9 @@ pub async fn spawn_app_with(options: Options) -> TestApp {
 
     let log = Arc::new(Mutex::new(Vec::new()));
     let sink = log.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::TRACE)
-        .with_ansi(false)
-        .with_writer(move || Sink(sink.clone()))
-        .finish();
+    let subscriber = logging::subscriber(tracing::Level::TRACE, options.log_format, move || {
+        Sink(sink.clone())
+    });
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
     let (shutdown, stopped) = oneshot::channel::<()>();
