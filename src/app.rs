@@ -145,6 +145,20 @@ impl App {
         ok
     }
 
+    /// The endpoints whose last poll failed, each with the kind of failure
+    /// (`ip-list: connection refused`).
+    pub fn failures(&self) -> Vec<String> {
+        self.telemetry
+            .health()
+            .into_iter()
+            .filter(|h| !h.up)
+            .map(|h| {
+                let why = h.error.as_deref().unwrap_or("no answer");
+                format!("{}: {why}", h.endpoint.label())
+            })
+            .collect()
+    }
+
     /// The whole exposition as served now, in one format.
     pub fn exposition(&self, format: Format) -> Vec<u8> {
         server::metrics::render(&self.store.current(), &self.telemetry, format)

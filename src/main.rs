@@ -47,18 +47,23 @@ fn main() -> ExitCode {
 }
 
 /// Serves until a signal, or with `--once` polls once and prints the exposition.
-async fn run(config: Config, once: bool) -> anyhow::Result<ExitCode> {
+async fn run(mut config: Config, once: bool) -> anyhow::Result<ExitCode> {
     if once {
+        // One short round of retries: an unreachable API is reported in seconds.
+        config.retry = config.retry.once();
         let app = App::build(&config).await?;
         let ok = app.poll_once().await;
         std::io::stdout()
             .write_all(&app.exposition(Format::Text))
             .context("cannot write to stdout")?;
-        return Ok(if ok {
-            ExitCode::SUCCESS
-        } else {
-            ExitCode::FAILURE
-        });
+        if ok {
+            return Ok(ExitCode::SUCCESS);
+        }
+        eprintln!(
+            "reputation-exporter --once: not every endpoint answered: {}",
+            app.failures().join(", ")
+        );
+        return Ok(ExitCode::FAILURE);
     }
     let address = config.web.listen_address;
     let listener = tokio::net::TcpListener::bind(address)

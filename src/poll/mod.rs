@@ -7,7 +7,8 @@
 //! are dropped (the loop wakes for that too). A cycle is never started while the previous one
 //! runs.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -40,6 +41,20 @@ pub struct Poller {
     retry: RetryPolicy,
     /// Most host names kept per asset (`metrics.max_labels_per_asset`).
     max_labels: usize,
+    /// Where each endpoint is in a failing streak, so that a streak is logged when it starts
+    /// and ends, not at every retry. A std mutex, never held across an `.await`.
+    streaks: Arc<Mutex<HashMap<Endpoint, Streak>>>,
+}
+
+/// Where an endpoint stands, for its log lines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Streak {
+    /// Its last request succeeded (or none was made yet).
+    Fine,
+    /// Failing, and being retried.
+    Retrying,
+    /// Failing, and given up until the next poll.
+    GaveUp,
 }
 
 impl Poller {
@@ -59,6 +74,7 @@ impl Poller {
             interval,
             retry,
             max_labels,
+            streaks: Arc::default(),
         }
     }
 
@@ -127,11 +143,76 @@ impl Poller {
         deadline: Instant,
         decode: impl Fn(&[u8]) -> Result<T, DecodeError>,
     ) -> Result<T, FetchError> {
-        self.retry
-            .run(endpoint, deadline, &self.telemetry, || {
-                self.client.get(endpoint, endpoint.path(), &decode)
-            })
-            .await
+        let result = self
+            .retry
+            .run(
+                endpoint,
+                deadline,
+                &self.telemetry,
+                || self.client.get(endpoint, endpoint.path(), &decode),
+                |error, delay| self.retrying(endpoint, error, delay),
+            )
+            .await;
+        match &result {
+            Ok(_) => self.recovered(endpoint),
+            Err(error) if error.is_transient() => self.gave_up(endpoint, error),
+            Err(_) => {}
+        }
+        result
+    }
+
+    /// The endpoint's state before this change, and the new one in its place.
+    fn streak(&self, endpoint: Endpoint, new: Streak) -> Streak {
+        let mut streaks = self.streaks.lock().unwrap_or_else(|e| e.into_inner());
+        streaks.insert(endpoint, new).unwrap_or(Streak::Fine)
+    }
+
+    /// A failure about to be retried: said at once when it starts a failing streak, then
+    /// quiet until the streak ends (retries themselves are debug).
+    fn retrying(&self, endpoint: Endpoint, error: &FetchError, delay: Duration) {
+        let before = self.streak(endpoint, Streak::Retrying);
+        if before == Streak::Fine {
+            warn!(
+                endpoint = endpoint.label(),
+                error = %error,
+                next_attempt_in = %format_args!("{:.1}s", delay.as_secs_f64()),
+                "request failed; retrying with backoff"
+            );
+        }
+    }
+
+    /// Retries of a transient failure ran out: said once per failing streak.
+    fn gave_up(&self, endpoint: Endpoint, error: &FetchError) {
+        if self.streak(endpoint, Streak::GaveUp) != Streak::GaveUp {
+            warn!(
+                endpoint = endpoint.label(),
+                error = %error,
+                next_poll_in = %format_args!("{}s", self.interval.as_secs()),
+                "gave up retrying until the next poll; {}",
+                self.what_is_served(endpoint)
+            );
+        }
+    }
+
+    /// A success: said when it ends a failing streak.
+    fn recovered(&self, endpoint: Endpoint) {
+        if self.streak(endpoint, Streak::Fine) != Streak::Fine {
+            info!(endpoint = endpoint.label(), "the endpoint answers again");
+        }
+    }
+
+    /// What a failing endpoint leaves on `/metrics`, for the log lines.
+    fn what_is_served(&self, endpoint: Endpoint) -> &'static str {
+        let had_values = self
+            .telemetry
+            .health()
+            .iter()
+            .any(|h| h.endpoint == endpoint && h.last_success.is_some());
+        if had_values {
+            "the last good values stay served until metrics.max_age"
+        } else {
+            "it has given no values yet"
+        }
     }
 
     async fn poll_list(&self, kind: Kind, deadline: Instant) -> bool {
@@ -242,20 +323,29 @@ impl Poller {
         }
     }
 
+    /// Records a failed poll; a failure that was not retried is logged here (a retried one
+    /// was, when its streak began and when retrying gave up).
     fn failed(&self, endpoint: Endpoint, error: &FetchError) -> bool {
+        let served = self.what_is_served(endpoint);
         self.telemetry.failed(endpoint, error.class());
         match error {
-            FetchError::Rejected(_) => error!(
-                endpoint = endpoint.label(),
-                error = %error,
-                "the token is rejected: check api.token / api.token_file; the last good values \
-                 stay served until metrics.max_age"
-            ),
-            _ => warn!(
-                endpoint = endpoint.label(),
-                error = %error,
-                "poll failed; the last good values stay served until metrics.max_age"
-            ),
+            FetchError::Rejected(_) => {
+                self.streak(endpoint, Streak::GaveUp);
+                error!(
+                    endpoint = endpoint.label(),
+                    error = %error,
+                    "the token is rejected: check api.token / api.token_file; {served}"
+                );
+            }
+            error if !error.is_transient() => {
+                self.streak(endpoint, Streak::GaveUp);
+                warn!(
+                    endpoint = endpoint.label(),
+                    error = %error,
+                    "poll failed; {served}"
+                );
+            }
+            _ => {}
         }
         false
     }

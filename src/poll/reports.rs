@@ -208,15 +208,21 @@ impl ReportPoller {
         let zone = &self.zone;
         let result = self
             .retry
-            .run(Endpoint::Asset, due, &self.telemetry, || {
-                self.client.get(Endpoint::Asset, &path, |body| {
-                    let dto: AssetReport = dto::decode(body)?;
-                    let mut unrecognized = Vec::new();
-                    let report =
-                        Report::from_dto(dto, name, zone, self.max_labels, &mut unrecognized);
-                    Ok((report, unrecognized))
-                })
-            })
+            .run(
+                Endpoint::Asset,
+                due,
+                &self.telemetry,
+                || {
+                    self.client.get(Endpoint::Asset, &path, |body| {
+                        let dto: AssetReport = dto::decode(body)?;
+                        let mut unrecognized = Vec::new();
+                        let report =
+                            Report::from_dto(dto, name, zone, self.max_labels, &mut unrecognized);
+                        Ok((report, unrecognized))
+                    })
+                },
+                |_, _| {},
+            )
             .await;
         match result {
             Ok((report, unrecognized)) => {

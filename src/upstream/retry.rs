@@ -29,14 +29,26 @@ pub struct RetryPolicy {
 }
 
 impl RetryPolicy {
+    /// The policy of `--once`: one short round of retries, so that an unreachable API is
+    /// reported within seconds rather than after the daemon's patient backoff.
+    pub fn once(self) -> RetryPolicy {
+        RetryPolicy {
+            initial_delay: self.initial_delay.min(Duration::from_millis(500)),
+            max_delay: self.max_delay.min(Duration::from_secs(2)),
+            max_elapsed: self.max_elapsed.min(Duration::from_secs(10)),
+        }
+    }
+
     /// Runs `attempt` until it succeeds, fails in a way retrying cannot fix, or the time is up
     /// (`max_elapsed` from now, or `deadline`, whichever comes first). Returns the last error.
+    /// `on_retry` hears of each failure that is retried, with the delay before the next attempt.
     pub async fn run<T, F, Fut>(
         &self,
         endpoint: Endpoint,
         deadline: Instant,
         telemetry: &Telemetry,
         attempt: F,
+        mut on_retry: impl FnMut(&FetchError, Duration),
     ) -> Result<T, FetchError>
     where
         F: FnMut() -> Fut,
@@ -58,6 +70,7 @@ impl RetryPolicy {
             })
             .notify(|error, delay| {
                 telemetry.retry(endpoint);
+                on_retry(error, delay);
                 debug!(
                     endpoint = endpoint.label(),
                     error = %error,
@@ -112,13 +125,19 @@ mod tests {
         let times = RefCell::new(Vec::new());
         let script = RefCell::new(script.into_iter());
         let result = policy
-            .run(Endpoint::IpList, start + deadline, &telemetry, || async {
-                times.borrow_mut().push(start.elapsed());
-                script
-                    .borrow_mut()
-                    .next()
-                    .unwrap_or_else(|| Err(unavailable(None)))
-            })
+            .run(
+                Endpoint::IpList,
+                start + deadline,
+                &telemetry,
+                || async {
+                    times.borrow_mut().push(start.elapsed());
+                    script
+                        .borrow_mut()
+                        .next()
+                        .unwrap_or_else(|| Err(unavailable(None)))
+                },
+                |_, _| {},
+            )
             .await;
         (result, times.into_inner(), telemetry)
     }

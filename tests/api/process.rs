@@ -164,3 +164,82 @@ fn the_demo_fills_the_blacklist_panels_unless_asset_reports_are_turned_off() {
     assert!(stdout.contains("reputation_asset_info{"), "{stdout}");
     assert!(!stdout.contains("reputation_blacklist_listed{"));
 }
+
+/// A refused port on loopback: nothing listens on the discard port here.
+const REFUSED: &str = "http://127.0.0.1:9";
+
+#[test]
+fn a_start_against_a_refused_port_warns_about_each_list_endpoint_within_seconds() {
+    let mut child = exporter()
+        .args(["--web.listen-address", "127.0.0.1:0"])
+        .env("REPUTATION_EXPORTER_API__BASE_URL", REFUSED)
+        .env("REPUTATION_EXPORTER_API__TOKEN", "x")
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    let (lines, received) = std::sync::mpsc::channel();
+    let stderr = BufReader::new(child.stderr.take().unwrap());
+    std::thread::spawn(move || {
+        for line in stderr.lines().map_while(Result::ok) {
+            if lines.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    let mut warned = Vec::new();
+    while warned.len() < 2 {
+        let left = Duration::from_secs(10).saturating_sub(started.elapsed());
+        let Ok(line) = received.recv_timeout(left) else {
+            break;
+        };
+        for endpoint in ["ip-list", "domain-list"] {
+            if line.contains("level=warn")
+                && line.contains(&format!("endpoint={endpoint} "))
+                && line.to_ascii_lowercase().contains("connection refused")
+            {
+                assert!(line.contains("next_attempt_in="), "{line}");
+                assert!(!line.contains("last good values"), "{line}");
+                warned.push(endpoint);
+            }
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    warned.sort();
+    assert_eq!(warned, ["domain-list", "ip-list"], "no warning within 10 s");
+}
+
+#[test]
+fn once_against_a_refused_port_exits_1_within_a_bound_and_says_why() {
+    let mut child = exporter()
+        .args(["--once"])
+        .env("REPUTATION_EXPORTER_API__BASE_URL", REFUSED)
+        .env("REPUTATION_EXPORTER_API__TOKEN", "x")
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(45);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("--once still running after 45 s");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(status.code(), Some(1));
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    let last = stderr.lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with("reputation-exporter --once: not every endpoint answered: ")
+            && last.contains("ip-list: connection refused")
+            && last.contains("domain-list: connection refused"),
+        "{last}"
+    );
+}
