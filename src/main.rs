@@ -26,6 +26,9 @@ fn main() -> ExitCode {
         }
     };
     if cli.config_check {
+        for warning in &config.warnings {
+            eprintln!("warning: {warning}");
+        }
         println!("ok");
         return ExitCode::SUCCESS;
     }

@@ -4,9 +4,25 @@ use std::path::PathBuf;
 
 use clap::Parser;
 
+/// What `--version` prints: the version, the git revision and the compiler, as
+/// `reputation_exporter_build_info` says them.
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (revision ",
+    env!("BUILD_GIT_REVISION"),
+    ", built with ",
+    env!("BUILD_RUSTC_VERSION"),
+    ")"
+);
+
+/// The last line of `--help`.
+const AFTER_HELP: &str = "Every configuration key can also be set in the environment as \
+     REPUTATION_EXPORTER_<SECTION>__<KEY> (e.g. REPUTATION_EXPORTER_API__TOKEN_FILE); \
+     config/reputation-exporter.toml documents every key with its default.";
+
 /// Command-line flags, named as in the Prometheus exporters' conventions.
 #[derive(Debug, Default, Parser)]
-#[command(name = "reputation-exporter", version, about)]
+#[command(name = "reputation-exporter", version = VERSION, about, after_help = AFTER_HELP)]
 pub struct Cli {
     /// TOML configuration file.
     #[arg(long = "config.file", value_name = "FILE")]

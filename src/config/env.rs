@@ -1,8 +1,8 @@
 //! Environment variables as a configuration layer: `REPUTATION_EXPORTER_<SECTION>__<KEY>`.
 
-use figment::providers::{Env, Serialized};
-use figment::value::{Dict, Map};
-use figment::{Figment, Metadata, Profile, Provider};
+use figment::providers::Env;
+use figment::value::{Dict, Map, Value};
+use figment::{Metadata, Profile, Provider};
 
 /// Prefix of the environment variables read as configuration.
 pub const ENV_PREFIX: &str = "REPUTATION_EXPORTER_";
@@ -35,18 +35,32 @@ impl Provider for RawEnv {
     }
 
     fn data(&self) -> Result<Map<Profile, Dict>, figment::Error> {
-        let mut merged = Figment::new();
+        let mut top = Dict::new();
         for (name, value) in &self.vars {
-            let key = name[ENV_PREFIX.len()..]
-                .to_ascii_lowercase()
-                .replace("__", ".");
+            let key = name[ENV_PREFIX.len()..].to_ascii_lowercase();
             // Only `<SECTION>__<KEY>` names are configuration; others with the prefix are not
             // ours to judge.
-            if !key.contains('.') || key.split('.').any(str::is_empty) {
+            let path: Vec<&str> = key.split("__").collect();
+            if path.len() < 2 || path.iter().any(|part| part.is_empty()) {
                 continue;
             }
-            merged = merged.merge(Serialized::default(&key, value));
+            // Built as plain values, so that figment tags each with this provider: an error
+            // then names the variable.
+            let mut dict = &mut top;
+            for part in &path[..path.len() - 1] {
+                let entry = dict
+                    .entry((*part).to_owned())
+                    .or_insert_with(|| Value::from(Dict::new()));
+                if !matches!(entry, Value::Dict(..)) {
+                    *entry = Value::from(Dict::new());
+                }
+                let Value::Dict(_, inner) = entry else {
+                    unreachable!("made a dictionary just above")
+                };
+                dict = inner;
+            }
+            dict.insert(path[path.len() - 1].to_owned(), Value::from(value.clone()));
         }
-        merged.data()
+        Ok(Profile::Default.collect(top))
     }
 }

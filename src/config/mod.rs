@@ -6,6 +6,7 @@
 //! ([`cli`]). Every value is parsed where it is read ([`parse`]), so a wrong one is refused with
 //! its key; [`Settings::validate`] then checks what involves several keys.
 
+mod check;
 pub mod cli;
 mod env;
 mod parse;
@@ -16,8 +17,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use figment::Figment;
 use figment::providers::{Format, Serialized, Toml};
+use figment::{Figment, Provider as _};
 
 use crate::logging::LogFormat;
 use crate::poll::reports::ReportSchedule;
@@ -42,9 +43,21 @@ pub enum ConfigError {
         /// What is wrong and what would be right; never the token.
         message: String,
     },
-    /// A layer that could not be read or does not fit the settings tree.
-    #[error("invalid configuration: {0}")]
-    Layer(String),
+    /// A layer that could not be read or does not fit the settings tree: every problem found,
+    /// each naming its file or variable and its key.
+    #[error("invalid configuration: {}", list(.0))]
+    Layer(Vec<String>),
+}
+
+/// One problem on the same line, several one per line.
+fn list(problems: &[String]) -> String {
+    match problems {
+        [one] => one.clone(),
+        many => many
+            .iter()
+            .map(|p| format!("\n  - {p}"))
+            .collect::<String>(),
+    }
 }
 
 fn invalid(key: &'static str, message: impl Into<String>) -> ConfigError {
@@ -143,9 +156,39 @@ impl Settings {
         cli: &Cli,
         env: impl IntoIterator<Item = (String, String)>,
     ) -> Result<Settings, ConfigError> {
-        Self::figment(cli, env)
+        let env: Vec<(String, String)> = env
+            .into_iter()
+            .filter(|(name, _)| name.starts_with(ENV_PREFIX))
+            .collect();
+        let mut problems = Vec::new();
+        if let Some(file) = &cli.config_file {
+            if let Err(error) = std::fs::metadata(file) {
+                return Err(ConfigError::Layer(vec![format!(
+                    "--config.file {}: {error}",
+                    file.display()
+                )]));
+            }
+            match Toml::file_exact(file).data() {
+                Ok(data) => problems.extend(check::unknown_in_file(file, &check::top_level(data))),
+                Err(error) => problems.push(format!("{}: {}", file.display(), error.kind)),
+            }
+        }
+        problems.extend(check::unknown_in_env(&env));
+        let figment = Self::figment(cli, env);
+        // Section by section, so that a wrong value in one does not hide another's.
+        section::<settings::ApiSettings>(&figment, "api", &mut problems);
+        section::<settings::PollSettings>(&figment, "poll", &mut problems);
+        section::<settings::MetricsSettings>(&figment, "metrics", &mut problems);
+        section::<settings::BackoffSettings>(&figment, "backoff", &mut problems);
+        section::<settings::AssetReportSettings>(&figment, "asset_reports", &mut problems);
+        section::<settings::WebSettings>(&figment, "web", &mut problems);
+        section::<settings::LogSettings>(&figment, "log", &mut problems);
+        if !problems.is_empty() {
+            return Err(ConfigError::Layer(problems));
+        }
+        figment
             .extract()
-            .map_err(|e| ConfigError::Layer(describe_figment_error(e)))
+            .map_err(|e| ConfigError::Layer(check::describe(e)))
     }
 
     /// The layered figment for these flags and this environment; what is not in it takes the
@@ -327,23 +370,19 @@ fn running_as_root_in_a_container() -> bool {
     false
 }
 
-/// figment's messages quote wrong values; the token must not be one of them. Each problem is
-/// written as `key: what is wrong`.
-fn describe_figment_error(error: figment::Error) -> String {
-    error
-        .into_iter()
-        .map(|e| {
-            let key = e.path.join(".");
-            if key == "api.token" {
-                format!("{key}: must be a string")
-            } else if key.is_empty() {
-                e.to_string()
-            } else {
-                format!("{key}: {}", e.kind)
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("; ")
+/// Adds the problems of one section's values to `problems`.
+fn section<T: serde::de::DeserializeOwned>(
+    figment: &Figment,
+    name: &str,
+    problems: &mut Vec<String>,
+) {
+    if let Err(error) = figment.focus(name).extract::<T>() {
+        let errors = error.into_iter().map(|mut e| {
+            e.path.insert(0, name.to_owned());
+            e
+        });
+        problems.extend(errors.flat_map(check::describe));
+    }
 }
 
 #[cfg(test)]

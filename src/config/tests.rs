@@ -115,7 +115,12 @@ fn asset_report_keys_are_validated_into_typed_values() {
         let mut vars = REMOTE.to_vec();
         vars.push((key, value));
         let message = load(&Cli::default(), &vars).unwrap_err().to_string();
-        assert!(message.contains(named), "{value}: {message}");
+        // A value that does not parse names its variable; a value refused with another
+        // names its key.
+        assert!(
+            message.contains(&format!("{key}: `{value}`")) || message.contains(named),
+            "{value}: {message}"
+        );
     }
 }
 
@@ -132,12 +137,139 @@ fn flags_override_the_environment() {
 }
 
 #[test]
-fn a_bad_duration_names_its_key() {
+fn a_bad_duration_names_its_variable() {
     let mut vars = REMOTE.to_vec();
     vars.push(("REPUTATION_EXPORTER_API__TIMEOUT", "soon"));
     let message = load(&Cli::default(), &vars).unwrap_err().to_string();
-    assert!(message.contains("api.timeout"), "{message}");
-    assert!(message.contains("`soon`"), "{message}");
+    assert!(
+        message.starts_with(
+            "invalid configuration: REPUTATION_EXPORTER_API__TIMEOUT: `soon` is not a duration"
+        ),
+        "{message}"
+    );
+}
+
+/// A TOML file with `text` in it, removed when dropped.
+struct TomlFile(std::path::PathBuf);
+
+impl TomlFile {
+    fn new(name: &str, text: &str) -> TomlFile {
+        let path = std::env::temp_dir().join(format!("rexp-{name}-{}.toml", std::process::id()));
+        std::fs::write(&path, text).unwrap();
+        TomlFile(path)
+    }
+
+    fn cli(&self) -> Cli {
+        Cli {
+            config_file: Some(self.0.clone()),
+            ..Cli::default()
+        }
+    }
+}
+
+impl Drop for TomlFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+#[test]
+fn a_typo_in_the_file_is_named_as_written_with_the_closest_key() {
+    let file = TomlFile::new("typo", "[api]\ntimout = \"3s\"\n");
+    let message = load(&file.cli(), REMOTE).unwrap_err().to_string();
+    assert_eq!(
+        message,
+        format!(
+            "invalid configuration: {}: unknown key `api.timout`; did you mean `api.timeout`?",
+            file.0.display()
+        )
+    );
+}
+
+#[test]
+fn a_typo_in_a_section_name_is_named_with_the_closest_section() {
+    let file = TomlFile::new("section", "[asset_report]\nenabled = true\n");
+    let message = load(&file.cli(), REMOTE).unwrap_err().to_string();
+    assert_eq!(
+        message,
+        format!(
+            "invalid configuration: {}: unknown section `[asset_report]`; did you mean \
+             `[asset_reports]`?",
+            file.0.display()
+        )
+    );
+}
+
+#[test]
+fn a_typo_in_the_environment_names_the_variable_and_the_closest_one() {
+    let mut vars = REMOTE.to_vec();
+    vars.push(("REPUTATION_EXPORTER_API__TIMOUT", "3s"));
+    let message = load(&Cli::default(), &vars).unwrap_err().to_string();
+    assert_eq!(
+        message,
+        "invalid configuration: REPUTATION_EXPORTER_API__TIMOUT: unknown key `api.timout`; did \
+         you mean `REPUTATION_EXPORTER_API__TIMEOUT`?"
+    );
+}
+
+#[test]
+fn every_problem_is_reported_not_only_the_first() {
+    let file = TomlFile::new("many", "[poll]\ninterval = \"soon\"\n[api]\ntimout = 3\n");
+    let mut vars = REMOTE.to_vec();
+    vars.push(("REPUTATION_EXPORTER_WEB__LISTEN_ADDRESS", "nowhere"));
+    vars.push(("REPUTATION_EXPORTER_LOG__LEVL", "debug"));
+    let message = load(&file.cli(), &vars).unwrap_err().to_string();
+    let problems: Vec<&str> = message.lines().skip(1).collect();
+    assert_eq!(problems.len(), 4, "{message}");
+    assert!(message.contains("unknown key `api.timout`"), "{message}");
+    assert!(message.contains("REPUTATION_EXPORTER_LOG__LEVL: unknown key `log.levl`"));
+    assert!(message.contains("`poll.interval`: `soon` is not a duration"));
+    assert!(message.contains("REPUTATION_EXPORTER_WEB__LISTEN_ADDRESS: `nowhere` is not"));
+}
+
+#[test]
+fn a_missing_configuration_file_is_one_line() {
+    let cli = Cli {
+        config_file: Some("/nonexistent/reputation-exporter.toml".into()),
+        ..Cli::default()
+    };
+    let message = load(&cli, REMOTE).unwrap_err().to_string();
+    assert_eq!(
+        message,
+        "invalid configuration: --config.file /nonexistent/reputation-exporter.toml: No such file \
+         or directory (os error 2)"
+    );
+}
+
+#[test]
+fn the_known_keys_are_the_settings_tree_and_the_example_documents_each() {
+    let example = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("config/reputation-exporter.toml"),
+    )
+    .unwrap();
+    for (section, keys) in check::SCHEMA {
+        assert!(
+            example.contains(&format!("[{section}]")),
+            "[{section}] undocumented"
+        );
+        for key in keys {
+            assert!(
+                example.contains(&format!("\n{key} =")) || example.contains(&format!("# {key} =")),
+                "{section}.{key} undocumented"
+            );
+            // Each known key is a field of the settings tree.
+            let file = TomlFile::new("known", &format!("[{section}]\n{key} = \"\"\n"));
+            let figment = Settings::figment(&file.cli(), env(REMOTE));
+            if let Err(errors) = figment.extract::<Settings>() {
+                for error in errors {
+                    assert!(
+                        !matches!(error.kind, figment::error::Kind::UnknownField(..)),
+                        "{section}.{key}: {error}"
+                    );
+                }
+            }
+        }
+    }
 }
 
 #[test]

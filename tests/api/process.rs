@@ -120,7 +120,7 @@ fn once_exits_1_when_the_api_cannot_be_reached() {
 }
 
 #[test]
-fn config_check_prints_ok_or_names_the_bad_key() {
+fn config_check_prints_ok_or_names_the_bad_flag() {
     let good = config_check(&[]);
     assert_eq!(good.status.code(), Some(0));
     assert_eq!(String::from_utf8_lossy(&good.stdout), "ok\n");
@@ -128,7 +128,11 @@ fn config_check_prints_ok_or_names_the_bad_key() {
     let bad = config_check(&["--web.listen-address", "nowhere"]);
     assert_eq!(bad.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&bad.stderr);
-    assert!(stderr.contains("web.listen_address"), "{stderr}");
+    assert_eq!(
+        stderr,
+        "invalid configuration: --web.listen-address: `nowhere` is not an address and port \
+         such as 0.0.0.0:9525 or [::1]:9525\n"
+    );
     assert!(!stderr.contains("s3cr3t"));
 }
 
@@ -240,6 +244,68 @@ fn once_against_a_refused_port_exits_1_within_a_bound_and_says_why() {
         last.starts_with("reputation-exporter --once: not every endpoint answered: ")
             && last.contains("ip-list: connection refused")
             && last.contains("domain-list: connection refused"),
+        "{last}"
+    );
+}
+
+#[test]
+fn config_check_says_when_the_token_file_is_readable_by_every_user() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = std::env::temp_dir().join(format!("rexp-mode-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("token");
+    std::fs::write(&path, "t0ken\n").unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let output = exporter()
+        .arg("--config.check")
+        .env(
+            "REPUTATION_EXPORTER_API__BASE_URL",
+            "https://api.example.com",
+        )
+        .env("REPUTATION_EXPORTER_API__TOKEN_FILE", &path)
+        .output()
+        .unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let remedy = format!("chmod o-r {}", path.display());
+    // Refused, or (as root in a container, where secrets are mounted) a warning before `ok`.
+    match output.status.code() {
+        Some(0) => {
+            assert!(stderr.starts_with("warning: "), "{stderr}");
+            assert_eq!(String::from_utf8_lossy(&output.stdout), "ok\n");
+        }
+        _ => assert!(
+            stderr.starts_with("invalid configuration: api.token_file: "),
+            "{stderr}"
+        ),
+    }
+    assert!(
+        stderr.contains("is readable by every user (mode 644)"),
+        "{stderr}"
+    );
+    assert!(stderr.contains(&remedy), "{stderr}");
+}
+
+#[test]
+fn version_names_the_version_revision_and_compiler_and_help_ends_on_the_environment() {
+    let output = exporter().arg("--version").output().unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    let version = String::from_utf8(output.stdout).unwrap();
+    let expected = format!(
+        "reputation-exporter {} (revision {}, built with {})\n",
+        env!("CARGO_PKG_VERSION"),
+        env!("BUILD_GIT_REVISION"),
+        env!("BUILD_RUSTC_VERSION")
+    );
+    assert_eq!(version, expected);
+    assert!(version.contains(" (revision ") && version.contains("built with rustc "));
+
+    let help = exporter().arg("--help").output().unwrap();
+    let help = String::from_utf8(help.stdout).unwrap();
+    let last = help.trim_end().lines().last().unwrap();
+    assert!(
+        last.contains("REPUTATION_EXPORTER_<SECTION>__<KEY>")
+            && last.contains("config/reputation-exporter.toml"),
         "{last}"
     );
 }

@@ -1,0 +1,199 @@
+//! Mistakes in the layers, found before they are deserialized and said in the user's words:
+//! an unknown section or key is named as it was written (`api.timout` in the file, or the
+//! variable `REPUTATION_EXPORTER_API__TIMOUT`), with the closest known one suggested; a wrong
+//! value names its file or variable and its key.
+
+use std::path::Path;
+
+use figment::Profile;
+use figment::error::Kind;
+use figment::value::{Dict, Value};
+
+use super::env::ENV_PREFIX;
+
+/// Every section and its keys: the settings tree's shape, checked against it by a test.
+pub(super) const SCHEMA: [(&str, &[&str]); 7] = [
+    (
+        "api",
+        &[
+            "base_url",
+            "token",
+            "token_file",
+            "timeout",
+            "max_body_bytes",
+        ],
+    ),
+    ("poll", &["interval"]),
+    ("metrics", &["max_age", "max_labels_per_asset"]),
+    ("backoff", &["initial_delay", "max_delay", "max_elapsed"]),
+    (
+        "asset_reports",
+        &[
+            "enabled",
+            "interval",
+            "concurrency",
+            "include",
+            "exclude",
+            "shard",
+            "timezone",
+        ],
+    ),
+    ("web", &["listen_address", "telemetry_path", "config_file"]),
+    ("log", &["level", "format"]),
+];
+
+/// The known name closest to `wrong`, when one is close enough to be what was meant.
+fn closest<'a>(wrong: &str, known: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    known
+        .into_iter()
+        .map(|name| (strsim::damerau_levenshtein(wrong, name), name))
+        .filter(|(distance, name)| *distance <= 3.max(name.len() / 3))
+        .min()
+        .map(|(_, name)| name)
+}
+
+fn keys_of(section: &str) -> Option<&'static [&'static str]> {
+    SCHEMA
+        .iter()
+        .find(|(name, _)| *name == section)
+        .map(|(_, keys)| *keys)
+}
+
+fn sections() -> impl Iterator<Item = &'static str> {
+    SCHEMA.iter().map(|(name, _)| *name)
+}
+
+fn did_you_mean(suggestion: Option<String>) -> String {
+    suggestion.map_or(String::new(), |s| format!("; did you mean `{s}`?"))
+}
+
+/// Unknown sections and keys of the TOML file at `path`, whose top level is `dict`.
+pub(super) fn unknown_in_file(path: &Path, dict: &Dict) -> Vec<String> {
+    let file = path.display();
+    let mut problems = Vec::new();
+    for (section, value) in dict {
+        let Some(known) = keys_of(section) else {
+            let suggestion = closest(section, sections()).map(|s| format!("[{s}]"));
+            problems.push(format!(
+                "{file}: unknown section `[{section}]`{}",
+                did_you_mean(suggestion)
+            ));
+            continue;
+        };
+        let Value::Dict(_, keys) = value else {
+            problems.push(format!(
+                "{file}: `{section}` must be a section (`[{section}]`), not a value"
+            ));
+            continue;
+        };
+        for key in keys.keys() {
+            if !known.contains(&key.as_str()) {
+                let suggestion =
+                    closest(key, known.iter().copied()).map(|k| format!("{section}.{k}"));
+                problems.push(format!(
+                    "{file}: unknown key `{section}.{key}`{}",
+                    did_you_mean(suggestion)
+                ));
+            }
+        }
+    }
+    problems
+}
+
+/// The variable that sets `section.key`.
+pub(super) fn variable(section: &str, key: &str) -> String {
+    format!(
+        "{ENV_PREFIX}{}__{}",
+        section.to_ascii_uppercase(),
+        key.to_ascii_uppercase()
+    )
+}
+
+/// Unknown sections and keys among the `REPUTATION_EXPORTER_<SECTION>__<KEY>` variables.
+pub(super) fn unknown_in_env(vars: &[(String, String)]) -> Vec<String> {
+    let mut problems = Vec::new();
+    for (name, _) in vars {
+        let Some(rest) = name.strip_prefix(ENV_PREFIX) else {
+            continue;
+        };
+        let lower = rest.to_ascii_lowercase();
+        let Some((section, key)) = lower.split_once("__") else {
+            // Not `<SECTION>__<KEY>`: not configuration, not ours to judge.
+            continue;
+        };
+        let Some(known) = keys_of(section) else {
+            let suggestion = closest(section, sections()).map(|s| {
+                format!(
+                    "{ENV_PREFIX}{}__{}",
+                    s.to_ascii_uppercase(),
+                    key.to_ascii_uppercase()
+                )
+            });
+            problems.push(format!(
+                "{name}: unknown section `{section}`{}",
+                did_you_mean(suggestion)
+            ));
+            continue;
+        };
+        if !known.contains(&key) {
+            let suggestion = closest(key, known.iter().copied()).map(|k| variable(section, k));
+            problems.push(format!(
+                "{name}: unknown key `{section}.{key}`{}",
+                did_you_mean(suggestion)
+            ));
+        }
+    }
+    problems
+}
+
+/// A deserialization error of one value, said as `where: key: what is wrong`, where `where`
+/// is the file or the variable the value came from. Never quotes the token.
+pub(super) fn describe(errors: impl IntoIterator<Item = figment::Error>) -> Vec<String> {
+    errors
+        .into_iter()
+        .filter(|e| !matches!(e.kind, Kind::UnknownField(..)))
+        .map(|e| {
+            let key = e.path.join(".");
+            let message = if key == "api.token" {
+                "must be a string".to_owned()
+            } else {
+                e.kind.to_string()
+            };
+            let origin = match e.metadata.as_ref() {
+                Some(meta) => match &meta.source {
+                    Some(figment::Source::File(file)) => format!("{}: `{key}`", file.display()),
+                    Some(figment::Source::Code(_)) if flag(&key).is_some() => {
+                        flag(&key).unwrap_or_default().to_owned()
+                    }
+                    _ if meta.name.contains("environment") && e.path.len() == 2 => {
+                        variable(&e.path[0], &e.path[1])
+                    }
+                    _ => format!("`{key}`"),
+                },
+                None if key.is_empty() => return message,
+                None => format!("`{key}`"),
+            };
+            format!("{origin}: {message}")
+        })
+        .collect()
+}
+
+/// The flag that sets `key`, if one does.
+fn flag(key: &str) -> Option<&'static str> {
+    match key {
+        "web.listen_address" => Some("--web.listen-address"),
+        "web.telemetry_path" => Some("--web.telemetry-path"),
+        "web.config_file" => Some("--web.config.file"),
+        "log.level" => Some("--log.level"),
+        "log.format" => Some("--log.format"),
+        _ => None,
+    }
+}
+
+/// The default profile's data of a provider, the only profile the exporter uses.
+pub(super) fn top_level(data: figment::value::Map<Profile, Dict>) -> Dict {
+    data.into_iter()
+        .filter(|(profile, _)| *profile == Profile::Default || *profile == Profile::Global)
+        .flat_map(|(_, dict)| dict)
+        .collect()
+}
