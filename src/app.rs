@@ -57,45 +57,15 @@ impl App {
         for warning in &config.warnings {
             tracing::warn!("{warning}");
         }
-        let (options, demo) = match &config.api.source {
-            Source::Remote {
-                base_url,
-                token,
-                token_file,
-            } => (
-                ClientOptions {
-                    base_url: base_url.clone(),
-                    token: token.clone(),
-                    token_file: token_file.clone(),
-                    timeout: config.api.timeout,
-                    max_body_bytes: config.api.max_body_bytes,
-                },
-                None,
-            ),
-            Source::Demo => {
-                let api = SimulatedApi::demo();
-                let url = api.spawn().await.map_err(AppError::Demo)?;
-                info!(url = %url, "demo mode: polling the built-in simulated API");
-                let options = ClientOptions {
-                    base_url: url.parse().map_err(|e| {
-                        AppError::Demo(std::io::Error::other(format!("{url}: {e}")))
-                    })?,
-                    token: Secret::new(demo::DEMO_TOKEN),
-                    token_file: None,
-                    timeout: config.api.timeout,
-                    max_body_bytes: config.api.max_body_bytes,
-                };
-                (options, Some(api))
-            }
-        };
         let mut endpoints = Endpoint::POLLED.to_vec();
-        if config.asset_reports.is_some() {
+        if config.asset_reports_enabled {
             endpoints.push(Endpoint::Asset);
         }
         let telemetry = Arc::new(Telemetry::new(&endpoints));
-        let client = Client::new(options, telemetry.clone())?;
+        let (client, demo) = connect(config, telemetry.clone()).await?;
         let store = Store::new(config.max_age);
-        let reports = config.asset_reports.clone().map(|schedule| {
+        let reports = config.asset_reports_enabled.then(|| {
+            let schedule = config.asset_reports.clone();
             ReportPoller::new(
                 client.clone(),
                 telemetry.clone(),
@@ -189,6 +159,38 @@ impl App {
         info!("stopped");
         Ok(())
     }
+}
+
+/// The API client for `config`; with `--demo`, the simulated API it talks to, started on
+/// loopback and served as long as it is held.
+pub async fn connect(
+    config: &Config,
+    telemetry: Arc<Telemetry>,
+) -> Result<(Client, Option<SimulatedApi>), AppError> {
+    let (base_url, token, token_file, demo) = match &config.api.source {
+        Source::Remote {
+            base_url,
+            token,
+            token_file,
+        } => (base_url.clone(), token.clone(), token_file.clone(), None),
+        Source::Demo => {
+            let api = SimulatedApi::demo();
+            let url = api.spawn().await.map_err(AppError::Demo)?;
+            info!(url = %url, "demo mode: polling the built-in simulated API");
+            let base_url = url
+                .parse()
+                .map_err(|e| AppError::Demo(std::io::Error::other(format!("{url}: {e}"))))?;
+            (base_url, Secret::new(demo::DEMO_TOKEN), None, Some(api))
+        }
+    };
+    let options = ClientOptions {
+        base_url,
+        token,
+        token_file,
+        timeout: config.api.timeout,
+        max_body_bytes: config.api.max_body_bytes,
+    };
+    Ok((Client::new(options, telemetry)?, demo))
 }
 
 /// Builds the exporter for `config` and serves it on `listener` until `shutdown` completes.

@@ -14,6 +14,7 @@
 //! - [`exposition`]: OpenMetrics 1.0 and Prometheus text 0.0.4 writers, and gzip.
 //! - [`server`]: `/metrics`, the landing page, health, readiness, basic auth, the sockets.
 //! - [`app`]: the exporter built from a `Config` and run on a listener until shutdown.
+//! - [`backfill`]: the `backfill` command: the reports' history as OpenMetrics for promtool.
 //!
 //! Beside the flow: [`telemetry`] (the exporter's own metrics, on `prometheus-client`),
 //! [`web_config`] (TLS, basic auth and headers from exporter-toolkit's file), [`logging`],
@@ -29,6 +30,7 @@
 #![warn(missing_docs)]
 
 pub mod app;
+pub mod backfill;
 pub mod config;
 pub mod demo;
 pub mod exposition;

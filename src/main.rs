@@ -7,6 +7,8 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use clap::Parser as _;
 use reputation_exporter::app::App;
+use reputation_exporter::backfill;
+use reputation_exporter::config::cli::Command;
 use reputation_exporter::config::{Cli, Config};
 use reputation_exporter::exposition::Format;
 
@@ -40,6 +42,17 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if let Some(Command::Backfill(args)) = &cli.command {
+        let now = jiff::Timestamp::now().as_second();
+        let options = match backfill::Options::from_args(args, now) {
+            Ok(options) => options,
+            Err(e) => {
+                eprintln!("{e}");
+                return ExitCode::FAILURE;
+            }
+        };
+        return runtime.block_on(run_backfill(config, options));
+    }
     match runtime.block_on(run(config, cli.once)) {
         Ok(code) => code,
         Err(e) => {
@@ -74,6 +87,25 @@ async fn run(mut config: Config, once: bool) -> anyhow::Result<ExitCode> {
         .with_context(|| format!("cannot listen on {address} (web.listen_address)"))?;
     reputation_exporter::app::run(config, listener, shutdown_signal()).await?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Writes the history file and the closing summary; exit 0 only when every selected asset was
+/// written.
+async fn run_backfill(config: Config, options: backfill::Options) -> ExitCode {
+    match backfill::run(&config, options).await {
+        Ok(summary) => {
+            eprintln!("{}", summary.describe());
+            if summary.complete() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            }
+        }
+        Err(e) => {
+            tracing::error!("{e}");
+            ExitCode::FAILURE
+        }
+    }
 }
 
 /// Completes on SIGINT (Ctrl-C) or SIGTERM.

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use clap::Parser;
+use clap::{Args, Parser, Subcommand};
 
 /// What `--version` prints: the version, the git revision and the compiler, as
 /// `reputation_exporter_build_info` says them.
@@ -25,7 +25,7 @@ const AFTER_HELP: &str = "Every configuration key can also be set in the environ
 #[command(name = "reputation-exporter", version = VERSION, about, after_help = AFTER_HELP)]
 pub struct Cli {
     /// TOML configuration file.
-    #[arg(long = "config.file", value_name = "FILE")]
+    #[arg(long = "config.file", value_name = "FILE", global = true)]
     pub config_file: Option<PathBuf>,
     /// Address to listen on for the metrics endpoint [default: 0.0.0.0:9525].
     #[arg(long = "web.listen-address", value_name = "ADDR")]
@@ -37,18 +37,49 @@ pub struct Cli {
     #[arg(long = "web.config.file", value_name = "FILE")]
     pub web_config_file: Option<String>,
     /// Log level: error, warn, info, debug or trace [default: info].
-    #[arg(long = "log.level", value_name = "LEVEL")]
+    #[arg(long = "log.level", value_name = "LEVEL", global = true)]
     pub log_level: Option<String>,
     /// Log format: logfmt or json [default: logfmt].
-    #[arg(long = "log.format", value_name = "FORMAT")]
+    #[arg(long = "log.format", value_name = "FORMAT", global = true)]
     pub log_format: Option<String>,
     /// Poll once, print the exposition to stdout, exit 0 when every endpoint answered.
     #[arg(long)]
     pub once: bool,
     /// Serve the built-in simulated API on loopback and export it; no account needed.
-    #[arg(long)]
+    #[arg(long, global = true)]
     pub demo: bool,
     /// Load and validate the configuration, print what is wrong or `ok`, and exit.
     #[arg(long = "config.check")]
     pub config_check: bool,
+    /// What to do instead of serving.
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// What the exporter can do besides serving.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Write the asset reports' history as OpenMetrics for `promtool tsdb
+    /// create-blocks-from openmetrics`, so Prometheus has months of data on day one.
+    Backfill(BackfillArgs),
+}
+
+/// `backfill`'s flags.
+#[derive(Debug, Clone, Args)]
+pub struct BackfillArgs {
+    /// The OpenMetrics file to write (written under another name and renamed when complete).
+    #[arg(long, value_name = "FILE")]
+    pub output: PathBuf,
+    /// Leave out samples older than this: a duration back from now (90d) or a date
+    /// (2026-01-01) [default: all the history the API returns].
+    #[arg(long, value_name = "DURATION|DATE")]
+    pub since: Option<String>,
+    /// A label on every series, NAME=VALUE, e.g. job=reputation (repeatable): give the job and
+    /// instance Prometheus gives the live series, so history and live data are one series.
+    #[arg(long = "label", value_name = "NAME=VALUE")]
+    pub labels: Vec<String>,
+    /// Leave out samples this recent, so the blocks do not overlap Prometheus' head block
+    /// (promtool's advice); 0s keeps everything.
+    #[arg(long = "skip-recent", value_name = "DURATION", default_value = "3h")]
+    pub skip_recent: String,
 }

@@ -80,8 +80,11 @@ pub struct Config {
     pub max_labels_per_asset: usize,
     /// Retries of transient failures.
     pub retry: RetryPolicy,
-    /// Per-asset reports, when `asset_reports.enabled`.
-    pub asset_reports: Option<ReportSchedule>,
+    /// Per-asset reports, polled when `asset_reports.enabled`; their selection, zone and
+    /// concurrency also rule `backfill`.
+    pub asset_reports: ReportSchedule,
+    /// Whether the exporter polls asset reports.
+    pub asset_reports_enabled: bool,
     /// The exporter's own HTTP endpoint.
     pub web: WebConfig,
     /// Logging.
@@ -281,13 +284,14 @@ impl Settings {
             max_age: self.metrics.max_age,
             max_labels_per_asset: self.metrics.max_labels_per_asset,
             retry,
-            asset_reports: reports.enabled.then(|| ReportSchedule {
+            asset_reports_enabled: reports.enabled,
+            asset_reports: ReportSchedule {
                 interval: reports.interval,
                 concurrency: reports.concurrency,
                 selection: Selection::new(reports.include, reports.exclude, reports.shard),
                 timezone: reports.timezone,
                 max_labels: self.metrics.max_labels_per_asset,
-            }),
+            },
             web: WebConfig {
                 listen_address: self.web.listen_address,
                 telemetry_path: telemetry_path(self.web.telemetry_path)?,

@@ -75,15 +75,16 @@ fn asset_report_keys_are_validated_into_typed_values() {
         "REPUTATION_EXPORTER_ASSET_REPORTS__TIMEZONE",
         "Europe/Berlin",
     ));
-    let config = load(&Cli::default(), &vars).unwrap().asset_reports;
-    let schedule = config.expect("enabled");
+    let config = load(&Cli::default(), &vars).unwrap();
+    assert!(config.asset_reports_enabled);
+    let schedule = config.asset_reports;
     assert!(schedule.selection.selects("192.0.2.1"));
     assert!(!schedule.selection.selects("198.51.100.1"));
     assert_eq!(schedule.concurrency, 4);
     assert_eq!(schedule.interval, Duration::from_secs(3600));
     assert_eq!(schedule.timezone.iana_name(), Some("Europe/Berlin"));
     let default = load(&Cli::default(), REMOTE).unwrap();
-    assert!(default.asset_reports.is_none(), "off by default");
+    assert!(!default.asset_reports_enabled, "off by default");
 
     for (key, value, named) in [
         (

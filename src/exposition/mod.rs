@@ -236,7 +236,7 @@ impl Rendered {
 }
 
 /// Writes the `# HELP` and `# TYPE` lines of a family in one format.
-fn write_header(out: &mut Vec<u8>, format: Format, family: &Family) {
+pub fn write_header(out: &mut Vec<u8>, format: Format, family: &Family) {
     let name = family.header_name(format);
     out.extend_from_slice(b"# HELP ");
     out.extend_from_slice(name.as_bytes());
@@ -261,6 +261,18 @@ fn write_header(out: &mut Vec<u8>, format: Format, family: &Family) {
 
 /// Writes one sample line, the same in both formats: `name{labels} value`.
 fn write_sample(out: &mut Vec<u8>, name: &str, labels: &[(&str, &str)], value: f64) {
+    write_sample_at(out, name, labels, value, None);
+}
+
+/// Writes one sample line, with a timestamp in seconds when `at` is given (for backfill; the
+/// live exposition carries none): `name{labels} value [at]`.
+pub fn write_sample_at(
+    out: &mut Vec<u8>,
+    name: &str,
+    labels: &[(&str, &str)],
+    value: f64,
+    at: Option<i64>,
+) {
     out.extend_from_slice(name.as_bytes());
     if !labels.is_empty() {
         out.push(b'{');
@@ -277,6 +289,10 @@ fn write_sample(out: &mut Vec<u8>, name: &str, labels: &[(&str, &str)], value: f
     }
     out.push(b' ');
     write_value(out, value);
+    if let Some(at) = at {
+        out.push(b' ');
+        out.extend_from_slice(itoa::Buffer::new().format(at).as_bytes());
+    }
     out.push(b'\n');
 }
 

@@ -180,9 +180,11 @@ mod tests {
             senderscore_history: vec![
                 ScoreEntry {
                     date: Some("19th Nov 2026 10:00am".into()),
+                    ..ScoreEntry::default()
                 },
                 ScoreEntry {
                     date: Some("21st Nov 2026 10:00am".into()),
+                    ..ScoreEntry::default()
                 },
             ],
             blacklist_history: vec![
@@ -193,6 +195,7 @@ mod tests {
                 event("2nd Nov 2026 09:00am", "Listed", "Barracuda"),
                 event("not a date", "Delisted", "Barracuda"),
             ],
+            ..AssetReport::default()
         };
         let mut unrecognized = Vec::new();
         let report = Report::from_dto(dto, "192.0.2.1", &TimeZone::UTC, 64, &mut unrecognized);

@@ -194,9 +194,12 @@ pub struct AssetReport {
     /// Tags attached to the asset.
     #[serde(default, deserialize_with = "null_as_empty")]
     pub tags: Vec<String>,
-    /// Sender Score history; only the dates are used.
+    /// Sender Score history: the newest date for the live metrics, every entry for backfill.
     #[serde(default, deserialize_with = "null_as_empty")]
     pub senderscore_history: Vec<ScoreEntry>,
+    /// Blacklisting count history, for backfill.
+    #[serde(default, deserialize_with = "null_as_empty")]
+    pub blacklisted_history: Vec<CountEntry>,
     /// Listing events, in any order.
     #[serde(default, deserialize_with = "null_as_empty")]
     pub blacklist_history: Vec<BlacklistEvent>,
@@ -205,7 +208,21 @@ pub struct AssetReport {
 /// One entry of `senderscore_history`.
 #[derive(Debug, Clone, Default, Deserialize, PartialEq)]
 pub struct ScoreEntry {
+    /// The score, a number written as text (`"82"`); `-1` means no score.
+    #[serde(default)]
+    pub value: Loose,
     /// When the score was computed, in the API's date format.
+    #[serde(default)]
+    pub date: Option<String>,
+}
+
+/// One entry of `blacklisted_history`.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+pub struct CountEntry {
+    /// How many blacklists listed the asset.
+    #[serde(default)]
+    pub value: Loose,
+    /// When, in the API's date format.
     #[serde(default)]
     pub date: Option<String>,
 }

@@ -1,0 +1,228 @@
+//! An asset report's histories as timestamped samples: `senderscore_history` as
+//! `reputation_senderscore`, `blacklisted_history` as `reputation_blacklistings`, and each
+//! blacklist's events as `reputation_blacklist_listed` (1 at a `Listed` event, 0 at any other).
+
+use std::collections::BTreeMap;
+
+use jiff::tz::TimeZone;
+
+use crate::upstream::date;
+use crate::upstream::dto::{AssetReport, Loose};
+
+/// One sample: Unix time in whole seconds, and the value.
+pub type Sample = (i64, f64);
+
+/// The time window samples must fall in: `[from, to]`, in Unix seconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Window {
+    /// Oldest time kept (`--since`), if any.
+    pub from: Option<i64>,
+    /// Newest time kept (now less `--skip-recent`).
+    pub to: i64,
+}
+
+impl Window {
+    fn contains(&self, at: i64) -> bool {
+        self.from.is_none_or(|from| at >= from) && at <= self.to
+    }
+}
+
+/// The samples of one asset, each series in increasing time with one sample per instant.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct History {
+    /// `reputation_senderscore`.
+    pub senderscore: Vec<Sample>,
+    /// `reputation_blacklistings`.
+    pub blacklistings: Vec<Sample>,
+    /// `reputation_blacklist_listed`, per blacklist.
+    pub listed: BTreeMap<String, Vec<Sample>>,
+    /// Values that could not be used: `-1` or unparsable scores, unreadable dates.
+    pub skipped: u64,
+}
+
+impl History {
+    /// The samples of `report`, its dates read in `zone`, within `window`.
+    pub fn of(report: &AssetReport, zone: &TimeZone, window: Window) -> History {
+        let mut history = History::default();
+        let at = |text: Option<&str>, skipped: &mut u64| {
+            let parsed = text.and_then(|t| date::parse(t, zone));
+            if parsed.is_none() {
+                *skipped += 1;
+            }
+            // The API's dates have minutes; whole seconds are exact.
+            parsed.map(|seconds| seconds as i64)
+        };
+        let mut skipped = 0;
+        for entry in &report.senderscore_history {
+            let Some(time) = at(entry.date.as_deref(), &mut skipped) else {
+                continue;
+            };
+            match number(&entry.value) {
+                Some(score) if score >= 0.0 => {
+                    if window.contains(time) {
+                        history.senderscore.push((time, score));
+                    }
+                }
+                _ => skipped += 1,
+            }
+        }
+        for entry in &report.blacklisted_history {
+            let Some(time) = at(entry.date.as_deref(), &mut skipped) else {
+                continue;
+            };
+            match number(&entry.value) {
+                Some(count) if count >= 0.0 => {
+                    if window.contains(time) {
+                        history.blacklistings.push((time, count));
+                    }
+                }
+                _ => skipped += 1,
+            }
+        }
+        for event in &report.blacklist_history {
+            let Some(time) = at(Some(&event.date), &mut skipped) else {
+                continue;
+            };
+            if event.blacklist.is_empty() || !window.contains(time) {
+                continue;
+            }
+            let listed = event.status.trim().eq_ignore_ascii_case("listed");
+            history
+                .listed
+                .entry(event.blacklist.clone())
+                .or_default()
+                .push((time, f64::from(u8::from(listed))));
+        }
+        history.skipped = skipped;
+        in_order(&mut history.senderscore);
+        in_order(&mut history.blacklistings);
+        history.listed.values_mut().for_each(in_order);
+        history
+    }
+
+    /// Number of samples in each family: senderscore, blacklistings, blacklist_listed.
+    pub fn counts(&self) -> [usize; 3] {
+        [
+            self.senderscore.len(),
+            self.blacklistings.len(),
+            self.listed.values().map(Vec::len).sum(),
+        ]
+    }
+
+    /// Oldest and newest sample time, when there is any sample.
+    pub fn span(&self) -> Option<(i64, i64)> {
+        let times = self
+            .senderscore
+            .iter()
+            .chain(&self.blacklistings)
+            .chain(self.listed.values().flatten())
+            .map(|(at, _)| *at);
+        times.fold(None, |span, at| match span {
+            None => Some((at, at)),
+            Some((oldest, newest)) => Some((oldest.min(at), newest.max(at))),
+        })
+    }
+}
+
+/// A number, or a number written as text (`"82"`).
+fn number(value: &Loose) -> Option<f64> {
+    match value {
+        Loose::Number(n) => Some(*n),
+        Loose::Text(text) => text.trim().parse::<f64>().ok().filter(|n| n.is_finite()),
+        _ => None,
+    }
+}
+
+/// Sorts a series by time; of several samples at one instant the last sent is kept
+/// (Prometheus takes one sample per series and instant).
+fn in_order(samples: &mut Vec<Sample>) {
+    samples.sort_by_key(|(at, _)| *at);
+    let mut kept: Vec<Sample> = Vec::with_capacity(samples.len());
+    for sample in samples.drain(..) {
+        match kept.last_mut() {
+            Some(last) if last.0 == sample.0 => *last = sample,
+            _ => kept.push(sample),
+        }
+    }
+    *samples = kept;
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::upstream::dto;
+
+    fn report(value: serde_json::Value) -> AssetReport {
+        dto::decode(value.to_string().as_bytes()).unwrap()
+    }
+
+    /// 2026-11-01T00:00:00Z.
+    const NOV_1: i64 = 1_793_491_200;
+    const ALL: Window = Window {
+        from: None,
+        to: i64::MAX,
+    };
+
+    #[test]
+    fn scores_counts_and_events_become_samples_and_bad_values_are_skipped_and_counted() {
+        let report = report(json!({
+            "senderscore_history": [
+                {"value": "82", "date": "2nd Nov 2026 12:00am"},
+                {"value": "-1", "date": "3rd Nov 2026 12:00am"},
+                {"value": "n/a", "date": "4th Nov 2026 12:00am"},
+                {"value": "80", "date": "1st Nov 2026 12:00am"},
+                {"value": "79", "date": "yesterday"}
+            ],
+            "blacklisted_history": [{"value": 2, "date": "1st Nov 2026 06:30pm"}],
+            "blacklist_history": [
+                {"date": "1st Nov 2026 01:00am", "status": "Listed", "blacklist": "SBL"},
+                {"date": "2nd Nov 2026 01:00am", "status": "Delisted", "blacklist": "SBL"}
+            ]
+        }));
+        let history = History::of(&report, &TimeZone::UTC, ALL);
+        assert_eq!(history.senderscore, [(NOV_1, 80.0), (NOV_1 + 86_400, 82.0)]);
+        assert_eq!(history.blacklistings, [(NOV_1 + 18 * 3600 + 1800, 2.0)]);
+        assert_eq!(
+            history.listed["SBL"],
+            [(NOV_1 + 3600, 1.0), (NOV_1 + 86_400 + 3600, 0.0)]
+        );
+        assert_eq!(history.skipped, 3, "-1, n/a and an unreadable date");
+        assert_eq!(history.counts(), [2, 1, 2]);
+        assert_eq!(history.span(), Some((NOV_1, NOV_1 + 90_000)));
+    }
+
+    #[test]
+    fn dates_are_read_in_the_configured_zone() {
+        let report = report(json!({
+            "senderscore_history": [{"value": "90", "date": "1st Nov 2026 01:00am"}]
+        }));
+        let berlin = TimeZone::get("Europe/Berlin").unwrap();
+        let history = History::of(&report, &berlin, ALL);
+        // 01:00 in Berlin (CET, UTC+1 in November) is midnight UTC.
+        assert_eq!(history.senderscore, [(NOV_1, 90.0)]);
+    }
+
+    #[test]
+    fn a_shuffled_history_comes_out_in_increasing_time_within_the_window() {
+        let days = [5, 1, 4, 2, 3, 6];
+        let entries: Vec<_> = days
+            .iter()
+            .map(|d| json!({"value": (70 + d).to_string(), "date": format!("{d}{} Nov 2026 12:00am", match d { 1 => "st", 2 => "nd", 3 => "rd", _ => "th" })}))
+            .collect();
+        let report = report(json!({ "senderscore_history": entries }));
+        let window = Window {
+            from: Some(NOV_1 + 86_400),
+            to: NOV_1 + 4 * 86_400,
+        };
+        let history = History::of(&report, &TimeZone::UTC, window);
+        let times: Vec<i64> = history
+            .senderscore
+            .iter()
+            .map(|(at, _)| (at - NOV_1) / 86_400 + 1)
+            .collect();
+        assert_eq!(times, [2, 3, 4, 5]);
+        assert_eq!(history.senderscore[0].1, 72.0);
+    }
+}

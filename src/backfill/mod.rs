@@ -1,0 +1,284 @@
+//! `reputation-exporter backfill`: the asset reports' history written as OpenMetrics with
+//! timestamps, for `promtool tsdb create-blocks-from openmetrics`, so a new installation has
+//! months of Sender Score and listings on its first day.
+//!
+//! The same configuration as the daemon: the API, token, retries, and `asset_reports`'
+//! selection, time zone and concurrency. Both lists are fetched once to know the assets, then
+//! one report per selected asset, at most `asset_reports.concurrency` at once.
+
+mod history;
+mod output;
+mod progress;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::StreamExt as _;
+use tokio::time::Instant;
+use tracing::warn;
+
+use crate::app::{self, AppError};
+use crate::config::Config;
+use crate::config::cli::BackfillArgs;
+use crate::model::AssetSet;
+use crate::telemetry::Telemetry;
+use crate::upstream::dto::{self, AssetReport};
+use crate::upstream::{Client, FetchError, asset_path};
+use crate::vocabulary::{Endpoint, Kind};
+pub use history::{History, Window};
+use output::{Output, Written};
+
+/// What `backfill` was asked to do, checked.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The file to write.
+    pub output: PathBuf,
+    /// Which samples are kept.
+    pub window: Window,
+    /// Constant labels on every series (`--label`).
+    pub labels: Vec<(String, String)>,
+}
+
+impl Options {
+    /// Checks the flags, `now` being the current Unix time.
+    pub fn from_args(args: &BackfillArgs, now: i64) -> Result<Options, String> {
+        let from = args
+            .since
+            .as_deref()
+            .map(|since| since_to_time(since, now))
+            .transpose()?;
+        let recent = humantime::parse_duration(args.skip_recent.trim()).map_err(|e| {
+            format!(
+                "--skip-recent {}: not a duration ({e}); write e.g. 3h or 0s",
+                args.skip_recent
+            )
+        })?;
+        let labels = args
+            .labels
+            .iter()
+            .map(|l| output::parse_label(l))
+            .collect::<Result<_, _>>()?;
+        Ok(Options {
+            output: args.output.clone(),
+            window: Window {
+                from,
+                to: now - i64::try_from(recent.as_secs()).unwrap_or(i64::MAX),
+            },
+            labels,
+        })
+    }
+}
+
+/// `--since`: a duration back from now (`90d`) or a date (`2026-01-01`, midnight UTC).
+fn since_to_time(since: &str, now: i64) -> Result<i64, String> {
+    let since = since.trim();
+    if let Ok(date) = since.parse::<jiff::civil::Date>() {
+        let at = date
+            .to_zoned(jiff::tz::TimeZone::UTC)
+            .map_err(|e| format!("--since {since}: {e}"))?;
+        return Ok(at.timestamp().as_second());
+    }
+    let back = humantime::parse_duration(since).map_err(|_| {
+        format!("--since {since}: neither a duration such as 90d nor a date such as 2026-01-01")
+    })?;
+    Ok(now - i64::try_from(back.as_secs()).unwrap_or(i64::MAX))
+}
+
+/// Why a backfill could not be made at all.
+#[derive(Debug, thiserror::Error)]
+pub enum BackfillError {
+    /// The API client (or the demo's simulated API) could not be set up.
+    #[error(transparent)]
+    App(#[from] AppError),
+    /// A list of assets could not be fetched, so there is nothing to ask reports for.
+    #[error("cannot list the assets ({endpoint}): {error}")]
+    List {
+        /// The list endpoint.
+        endpoint: &'static str,
+        /// What went wrong.
+        error: FetchError,
+    },
+    /// The output file cannot be written.
+    #[error("cannot write {path}: {error}")]
+    Output {
+        /// The file.
+        path: String,
+        /// What went wrong.
+        error: std::io::Error,
+    },
+}
+
+/// What a backfill did, for its closing summary.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Summary {
+    /// Assets whose history was written.
+    pub written: usize,
+    /// Assets the API does not know (404).
+    pub not_found: Vec<String>,
+    /// Assets whose report was refused (401/403).
+    pub refused: Vec<String>,
+    /// Assets whose report failed after retries (or otherwise).
+    pub failed: Vec<String>,
+    /// Samples per family and their time range.
+    pub samples: Written,
+    /// Values that could not be used.
+    pub values_skipped: u64,
+}
+
+impl Summary {
+    /// Whether every selected asset was written.
+    pub fn complete(&self) -> bool {
+        self.not_found.is_empty() && self.refused.is_empty() && self.failed.is_empty()
+    }
+
+    /// The closing lines, for a person.
+    pub fn describe(&self) -> String {
+        let skipped = self.not_found.len() + self.refused.len() + self.failed.len();
+        let [scores, counts, listed] = self.samples.samples;
+        let range = self.samples.span.map_or("no samples".to_owned(), |(o, n)| {
+            format!("from {} to {}", utc(o), utc(n))
+        });
+        format!(
+            "assets written: {}\nassets skipped: {skipped} (404: {}, 401/403: {}, gave up after \
+             retries: {})\nsamples: reputation_senderscore {scores}, reputation_blacklistings \
+             {counts}, reputation_blacklist_listed {listed}\ntime range: {range}\nvalues \
+             skipped: {} (-1 or unparsable scores, unreadable dates)",
+            self.written,
+            self.not_found.len(),
+            self.refused.len(),
+            self.failed.len(),
+            self.values_skipped
+        )
+    }
+}
+
+fn utc(seconds: i64) -> String {
+    jiff::Timestamp::from_second(seconds).map_or_else(|_| seconds.to_string(), |t| t.to_string())
+}
+
+/// Fetches the history of every selected asset and writes it to `options.output`.
+pub async fn run(config: &Config, options: Options) -> Result<Summary, BackfillError> {
+    let telemetry = Arc::new(Telemetry::new(&[]));
+    let (client, _demo) = app::connect(config, telemetry.clone()).await?;
+    let schedule = &config.asset_reports;
+    let mut targets = Vec::new();
+    for kind in Kind::ALL {
+        let names = list(config, &client, &telemetry, kind).await?;
+        targets.extend(
+            names
+                .into_iter()
+                .filter(|name| schedule.selection.selects(name))
+                .map(|name| (kind, name)),
+        );
+    }
+    let path = options.output.clone();
+    let io_error = |error| BackfillError::Output {
+        path: path.display().to_string(),
+        error,
+    };
+    let mut output = Output::create(&options.output, options.labels).map_err(io_error)?;
+    let progress = progress::Progress::start(targets.len());
+    let mut summary = Summary::default();
+    let mut reports = futures_util::stream::iter(targets)
+        .map(|(kind, name)| {
+            let (client, telemetry) = (&client, &telemetry);
+            async move {
+                let report = report(config, client, telemetry, &name).await;
+                (kind, name, report)
+            }
+        })
+        .buffer_unordered(schedule.concurrency);
+    while let Some((kind, name, report)) = reports.next().await {
+        progress.advance();
+        match report {
+            Ok(report) => {
+                let history = History::of(&report, &schedule.timezone, options.window);
+                summary.values_skipped += history.skipped;
+                output.write(kind, &name, &history).map_err(io_error)?;
+                summary.written += 1;
+            }
+            Err(error) => {
+                warn!(asset = %name, error = %error, "skipped: no history written for this asset");
+                match error {
+                    FetchError::Status { status, .. } if status.as_u16() == 404 => {
+                        summary.not_found.push(name);
+                    }
+                    FetchError::Rejected(_) => summary.refused.push(name),
+                    _ => summary.failed.push(name),
+                }
+            }
+        }
+    }
+    drop(progress);
+    summary.samples = output.finish().map_err(io_error)?;
+    Ok(summary)
+}
+
+/// The asset names of one list, with the daemon's retries.
+async fn list(
+    config: &Config,
+    client: &Client,
+    telemetry: &Telemetry,
+    kind: Kind,
+) -> Result<Vec<String>, BackfillError> {
+    let endpoint = Endpoint::list(kind);
+    let max_labels = config.max_labels_per_asset;
+    let decoded = config
+        .retry
+        .run(
+            endpoint,
+            Instant::now() + config.retry.max_elapsed,
+            telemetry,
+            || {
+                client.get(endpoint, endpoint.path(), |body| {
+                    AssetSet::decode(body, kind, max_labels)
+                })
+            },
+            |_, _| {},
+        )
+        .await
+        .map_err(|error| BackfillError::List {
+            endpoint: endpoint.label(),
+            error,
+        })?;
+    Ok(decoded.set.assets.into_iter().map(|a| a.name).collect())
+}
+
+/// One asset's report, with the daemon's retries and `Retry-After`.
+async fn report(
+    config: &Config,
+    client: &Client,
+    telemetry: &Telemetry,
+    name: &str,
+) -> Result<AssetReport, FetchError> {
+    let Some(path) = asset_path(name) else {
+        return Err(FetchError::Connect(format!(
+            "`{name}` cannot be requested as one path segment"
+        )));
+    };
+    let deadline = Instant::now() + config.retry.max_elapsed + Duration::from_secs(1);
+    config
+        .retry
+        .run(
+            Endpoint::Asset,
+            deadline,
+            telemetry,
+            || client.get(Endpoint::Asset, &path, dto::decode::<AssetReport>),
+            |_, _| {},
+        )
+        .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn since_takes_a_duration_or_a_date() {
+        let now = 1_800_000_000;
+        assert_eq!(since_to_time("90d", now), Ok(now - 90 * 86_400));
+        assert_eq!(since_to_time("2026-11-01", now), Ok(1_793_491_200));
+        assert!(since_to_time("last spring", now).is_err());
+    }
+}
