@@ -37,14 +37,22 @@ pub(super) fn report_item(name: &str, seed: u64, tick: u64, now: i64) -> Value {
         "senderscore": score(seed, tick),
         "senderscore_prev": score(seed, tick.saturating_sub(3)),
         "senderscore_change": {"last_check": score(seed, tick) - score(seed, tick.saturating_sub(3))},
-        "senderscore_history": [
-            {"value": score(seed, tick).to_string(), "date": date(3600)},
-            {"value": score(seed, tick.saturating_sub(3)).to_string(), "date": date(90_000)},
-        ],
+        // A month of daily scores, newest first, for `backfill` to have history to write.
+        "senderscore_history": (0..31_u64)
+            .map(|day| {
+                let value = score(seed, tick.saturating_sub(3 * day) + day * 7);
+                json!({"value": value.to_string(), "date": date(3600 + day as i64 * 86_400)})
+            })
+            .collect::<Vec<_>>(),
         "blacklisted": listed_now,
         "blacklisted_prev": listed_before,
         "blacklisted_change": {"last_check": listed_now - listed_before},
-        "blacklisted_history": [{"value": listed_now, "date": date(3600)}],
+        "blacklisted_history": (0..31_u64)
+            .map(|day| {
+                let value = if day == 0 { listed_now } else { listings(seed, tick + day * 13) };
+                json!({"value": value, "date": date(3600 + day as i64 * 86_400)})
+            })
+            .collect::<Vec<_>>(),
         "blacklist_history": events,
         "snds_blocked": null,
         "snds_blocked_change": {"last_check": null},
