@@ -76,7 +76,7 @@ fn pipeline(c: &mut Criterion) {
     let telemetry = Telemetry::new(&reputation_exporter::vocabulary::Endpoint::POLLED);
     for format in Format::ALL {
         group.bench_function(format!("live_part_{format:?}"), |b| {
-            b.iter(|| reputation_exporter::server::metrics::live(&telemetry, format))
+            b.iter(|| reputation_exporter::server::metrics::live(Some(&telemetry), None, format))
         });
     }
     group.finish();

@@ -1,20 +1,20 @@
 //! The whole exporter, built once from a [`Config`] the same way for `main` and for every
-//! black-box test: the client, the pollers, the store and the HTTP state, then run on a given
-//! listener until a given shutdown future completes.
+//! black-box test: per account a client, pollers and a store; the HTTP state; then run on a
+//! given listener until a given shutdown future completes.
 
 use std::sync::Arc;
 
 use tokio::net::TcpListener;
 use tracing::info;
 
-use crate::config::{Config, Source};
+use crate::config::{ApiConfig, Config, Source};
 use crate::demo::{self, SimulatedApi};
 use crate::exposition::Format;
 use crate::poll::Poller;
 use crate::poll::reports::ReportPoller;
-use crate::server::{self, AppState};
+use crate::server::{self, AccountState, AppState};
 use crate::store::Store;
-use crate::telemetry::Telemetry;
+use crate::telemetry::{ProcessMetrics, Telemetry};
 use crate::upstream::{Client, ClientError, ClientOptions};
 use crate::vocabulary::{Endpoint, Secret};
 
@@ -27,22 +27,36 @@ pub enum AppError {
     /// The API client cannot be built.
     #[error(transparent)]
     Client(#[from] ClientError),
+    /// `--target` names no account.
+    #[error("{0}")]
+    Target(String),
     /// The HTTP server failed.
     #[error("the HTTP server failed: {0}")]
     Serve(std::io::Error),
 }
 
-/// Everything the exporter is made of, wired together but not yet running.
+/// One account's part of the exporter: its own client, pollers, store and API metrics, so
+/// that nothing one account's API does delays or hides another's.
 #[derive(Debug)]
-pub struct App {
+struct Account {
+    /// `accounts.NAME`, or `None` for the one account of `[api]` or `--demo`.
+    name: Option<String>,
     /// The list poll loop.
     poller: Poller,
     /// The asset report loop, when `asset_reports.enabled`.
     reports: Option<ReportPoller>,
     /// The snapshots the pollers publish.
     store: Arc<Store>,
-    /// The exporter's own metrics.
+    /// Its API metrics.
     telemetry: Arc<Telemetry>,
+}
+
+/// Everything the exporter is made of, wired together but not yet running.
+#[derive(Debug)]
+pub struct App {
+    accounts: Vec<Account>,
+    /// Build and process metrics.
+    process: Arc<ProcessMetrics>,
     /// What the HTTP handlers read.
     state: AppState,
     /// Most connections served at once.
@@ -61,39 +75,66 @@ impl App {
         if config.asset_reports_enabled {
             endpoints.push(Endpoint::Asset);
         }
-        let telemetry = Arc::new(Telemetry::new(&endpoints));
-        let (client, demo) = connect(config, telemetry.clone()).await?;
-        let store = Store::new(config.max_age);
-        let reports = config.asset_reports_enabled.then(|| {
-            let schedule = config.asset_reports.clone();
-            ReportPoller::new(
-                client.clone(),
+        let targets: Vec<(Option<String>, &ApiConfig)> = if config.accounts.is_empty() {
+            vec![(None, &config.api)]
+        } else {
+            config
+                .accounts
+                .iter()
+                .map(|a| (Some(a.name.clone()), &a.api))
+                .collect()
+        };
+        let mut accounts = Vec::with_capacity(targets.len());
+        let mut demo = None;
+        for (name, api) in targets {
+            let telemetry = Arc::new(Telemetry::new(&endpoints));
+            let (client, simulated) = connect(api, telemetry.clone()).await?;
+            demo = demo.or(simulated);
+            let store = Store::new(config.max_age);
+            let reports = config.asset_reports_enabled.then(|| {
+                ReportPoller::new(
+                    client.clone(),
+                    telemetry.clone(),
+                    store.clone(),
+                    config.retry,
+                    config.asset_reports.clone(),
+                )
+            });
+            let poller = Poller::new(
+                client,
                 telemetry.clone(),
                 store.clone(),
+                config.poll_interval,
                 config.retry,
-                schedule,
-            )
-        });
-        let poller = Poller::new(
-            client,
-            telemetry.clone(),
-            store.clone(),
-            config.poll_interval,
-            config.retry,
-            config.max_labels_per_asset,
-        );
+                config.max_labels_per_asset,
+            );
+            accounts.push(Account {
+                name,
+                poller,
+                reports,
+                store,
+                telemetry,
+            });
+        }
+        let process = Arc::new(ProcessMetrics::default());
         let state = AppState {
-            snapshots: store.subscribe(),
-            telemetry: telemetry.clone(),
+            accounts: accounts
+                .iter()
+                .map(|a| AccountState {
+                    name: a.name.clone(),
+                    snapshots: a.store.subscribe(),
+                    telemetry: a.telemetry.clone(),
+                    cycles: a.store.cycles(),
+                })
+                .collect(),
+            process: process.clone(),
             telemetry_path: config.web.telemetry_path.clone(),
             web: config.web.config_file.clone(),
             demo: demo.is_some(),
         };
         Ok(App {
-            poller,
-            reports,
-            store,
-            telemetry,
+            accounts,
+            process,
             state,
             max_connections: server::max_connections(),
             _demo: demo,
@@ -106,19 +147,57 @@ impl App {
         self
     }
 
-    /// Polls every endpoint once (and every selected asset report); true when all answered.
-    pub async fn poll_once(&self) -> bool {
-        let mut ok = self.poller.poll_once().await;
-        if let Some(reports) = &self.reports {
-            ok &= reports.poll_once().await;
+    /// The account `--target` names; the one account when there is one and no target.
+    fn target(&self, target: Option<&str>) -> Result<&Account, AppError> {
+        let names = || {
+            let names: Vec<&str> = self
+                .accounts
+                .iter()
+                .filter_map(|a| a.name.as_deref())
+                .collect();
+            names.join(", ")
+        };
+        match (target, self.accounts.as_slice()) {
+            (None, [one]) if one.name.is_none() => Ok(one),
+            (None, _) => Err(AppError::Target(format!(
+                "several accounts are configured: give --target NAME, one of {}",
+                names()
+            ))),
+            (Some(name), accounts) => accounts
+                .iter()
+                .find(|a| a.name.as_deref() == Some(name))
+                .ok_or_else(|| {
+                    AppError::Target(format!(
+                        "--target {name}: no such account (configured: {})",
+                        if names().is_empty() {
+                            "one, in [api]".to_owned()
+                        } else {
+                            names()
+                        }
+                    ))
+                }),
         }
-        ok
     }
 
-    /// The endpoints whose last poll failed, each with the kind of failure
+    /// Polls every endpoint of one account once (and every selected asset report); true when
+    /// all answered.
+    pub async fn poll_once(&self, target: Option<&str>) -> Result<bool, AppError> {
+        let account = self.target(target)?;
+        let mut ok = account.poller.poll_once().await;
+        if let Some(reports) = &account.reports {
+            ok &= reports.poll_once().await;
+        }
+        Ok(ok)
+    }
+
+    /// The endpoints of one account whose last poll failed, each with the kind of failure
     /// (`ip-list: connection refused`).
-    pub fn failures(&self) -> Vec<String> {
-        self.telemetry
+    pub fn failures(&self, target: Option<&str>) -> Vec<String> {
+        let Ok(account) = self.target(target) else {
+            return Vec::new();
+        };
+        account
+            .telemetry
             .health()
             .into_iter()
             .filter(|h| !h.up)
@@ -129,9 +208,17 @@ impl App {
             .collect()
     }
 
-    /// The whole exposition as served now, in one format.
-    pub fn exposition(&self, format: Format) -> Vec<u8> {
-        server::metrics::render(&self.store.current(), &self.telemetry, format)
+    /// One account's exposition as served now, in one format (with the process metrics when
+    /// it is the only account, as `/metrics` serves it).
+    pub fn exposition(&self, target: Option<&str>, format: Format) -> Result<Vec<u8>, AppError> {
+        let account = self.target(target)?;
+        let process = account.name.is_none().then_some(&*self.process);
+        Ok(server::metrics::render(
+            &account.store.current(),
+            &account.telemetry,
+            process,
+            format,
+        ))
     }
 
     /// Polls and serves on `listener` until `shutdown` completes; then lets open requests
@@ -145,15 +232,20 @@ impl App {
         info!(
             address = %address,
             telemetry_path = %self.state.telemetry_path,
+            accounts = self.accounts.len(),
             "listening"
         );
-        let poller = crate::task::spawn(self.poller.run());
-        let reports = self.reports.map(|r| crate::task::spawn(r.run()));
+        let mut tasks = Vec::new();
+        for account in self.accounts {
+            tasks.push(crate::task::spawn(account.poller.run()));
+            if let Some(reports) = account.reports {
+                tasks.push(crate::task::spawn(reports.run()));
+            }
+        }
         let served =
             server::serve_bounded(listener, self.state, shutdown, self.max_connections).await;
-        poller.abort();
-        if let Some(reports) = reports {
-            reports.abort();
+        for task in tasks {
+            task.abort();
         }
         served.map_err(AppError::Serve)?;
         info!("stopped");
@@ -161,34 +253,44 @@ impl App {
     }
 }
 
-/// The API client for `config`; with `--demo`, the simulated API it talks to, started on
+/// The API client of one account; with `--demo`, the simulated API it talks to, started on
 /// loopback and served as long as it is held.
 pub async fn connect(
-    config: &Config,
+    api: &ApiConfig,
     telemetry: Arc<Telemetry>,
 ) -> Result<(Client, Option<SimulatedApi>), AppError> {
-    let (base_url, token, token_file, demo) = match &config.api.source {
+    let (base_url, token, token_file, demo) = match &api.source {
         Source::Remote {
             base_url,
             token,
             token_file,
         } => (base_url.clone(), token.clone(), token_file.clone(), None),
+        Source::Accounts => {
+            return Err(AppError::Target(
+                "several accounts are configured: each has its own [accounts.NAME]".into(),
+            ));
+        }
         Source::Demo => {
-            let api = SimulatedApi::demo();
-            let url = api.spawn().await.map_err(AppError::Demo)?;
+            let simulated = SimulatedApi::demo();
+            let url = simulated.spawn().await.map_err(AppError::Demo)?;
             info!(url = %url, "demo mode: polling the built-in simulated API");
             let base_url = url
                 .parse()
                 .map_err(|e| AppError::Demo(std::io::Error::other(format!("{url}: {e}"))))?;
-            (base_url, Secret::new(demo::DEMO_TOKEN), None, Some(api))
+            (
+                base_url,
+                Secret::new(demo::DEMO_TOKEN),
+                None,
+                Some(simulated),
+            )
         }
     };
     let options = ClientOptions {
         base_url,
         token,
         token_file,
-        timeout: config.api.timeout,
-        max_body_bytes: config.api.max_body_bytes,
+        timeout: api.timeout,
+        max_body_bytes: api.max_body_bytes,
     };
     Ok((Client::new(options, telemetry)?, demo))
 }

@@ -51,9 +51,9 @@ fn main() -> ExitCode {
                 return ExitCode::FAILURE;
             }
         };
-        return runtime.block_on(run_backfill(config, options));
+        return runtime.block_on(run_backfill(config, options, cli.target.as_deref()));
     }
-    match runtime.block_on(run(config, cli.once)) {
+    match runtime.block_on(run(config, cli.once, cli.target.as_deref())) {
         Ok(code) => code,
         Err(e) => {
             tracing::error!("{e:#}");
@@ -63,21 +63,21 @@ fn main() -> ExitCode {
 }
 
 /// Serves until a signal, or with `--once` polls once and prints the exposition.
-async fn run(mut config: Config, once: bool) -> anyhow::Result<ExitCode> {
+async fn run(mut config: Config, once: bool, target: Option<&str>) -> anyhow::Result<ExitCode> {
     if once {
         // One short round of retries: an unreachable API is reported in seconds.
         config.retry = config.retry.once();
         let app = App::build(&config).await?;
-        let ok = app.poll_once().await;
+        let ok = app.poll_once(target).await?;
         std::io::stdout()
-            .write_all(&app.exposition(Format::Text))
+            .write_all(&app.exposition(target, Format::Text)?)
             .context("cannot write to stdout")?;
         if ok {
             return Ok(ExitCode::SUCCESS);
         }
         eprintln!(
             "reputation-exporter --once: not every endpoint answered: {}",
-            app.failures().join(", ")
+            app.failures(target).join(", ")
         );
         return Ok(ExitCode::FAILURE);
     }
@@ -91,8 +91,12 @@ async fn run(mut config: Config, once: bool) -> anyhow::Result<ExitCode> {
 
 /// Writes the history file and the closing summary; exit 0 only when every selected asset was
 /// written.
-async fn run_backfill(config: Config, options: backfill::Options) -> ExitCode {
-    match backfill::run(&config, options).await {
+async fn run_backfill(
+    config: Config,
+    options: backfill::Options,
+    target: Option<&str>,
+) -> ExitCode {
+    match backfill::run(&config, options, target).await {
         Ok(summary) => {
             eprintln!("{}", summary.describe());
             if summary.complete() {

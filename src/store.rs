@@ -63,6 +63,11 @@ impl Store {
         self.cycles.send_modify(|n| *n += 1);
     }
 
+    /// A receiver of the number of list poll cycles ended so far.
+    pub fn cycles(&self) -> watch::Receiver<u64> {
+        self.cycles.subscribe()
+    }
+
     /// Completes once the first list poll cycle has ended.
     pub async fn first_cycle(&self) {
         let _ = self.cycles.subscribe().wait_for(|n| *n > 0).await;

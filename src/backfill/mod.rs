@@ -158,9 +158,32 @@ fn utc(seconds: i64) -> String {
 }
 
 /// Fetches the history of every selected asset and writes it to `options.output`.
-pub async fn run(config: &Config, options: Options) -> Result<Summary, BackfillError> {
+pub async fn run(
+    config: &Config,
+    options: Options,
+    target: Option<&str>,
+) -> Result<Summary, BackfillError> {
+    let api = match (target, config.accounts.as_slice()) {
+        (None, []) => &config.api,
+        (Some(name), accounts) => {
+            if accounts.is_empty() {
+                return Err(AppError::Target(format!(
+                    "--target {name}: the one account is in [api]; leave --target out"
+                ))
+                .into());
+            }
+            &accounts
+                .iter()
+                .find(|a| a.name == name)
+                .ok_or_else(|| AppError::Target(format!("--target {name}: no such account")))?
+                .api
+        }
+        (None, _) => {
+            return Err(AppError::Target("several accounts: give --target NAME".into()).into());
+        }
+    };
     let telemetry = Arc::new(Telemetry::new(&[]));
-    let (client, _demo) = app::connect(config, telemetry.clone()).await?;
+    let (client, _demo) = app::connect(api, telemetry.clone()).await?;
     let schedule = &config.asset_reports;
     let mut targets = Vec::new();
     for kind in Kind::ALL {

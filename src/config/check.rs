@@ -60,7 +60,12 @@ fn keys_of(section: &str) -> Option<&'static [&'static str]> {
 }
 
 fn sections() -> impl Iterator<Item = &'static str> {
-    SCHEMA.iter().map(|(name, _)| *name)
+    SCHEMA.iter().map(|(name, _)| *name).chain(["accounts"])
+}
+
+/// The keys of each `[accounts.NAME]`: those of `[api]`.
+fn account_keys() -> &'static [&'static str] {
+    keys_of("api").unwrap_or_default()
 }
 
 fn did_you_mean(suggestion: Option<String>) -> String {
@@ -72,6 +77,33 @@ pub(super) fn unknown_in_file(path: &Path, dict: &Dict) -> Vec<String> {
     let file = path.display();
     let mut problems = Vec::new();
     for (section, value) in dict {
+        if section == "accounts" {
+            let Value::Dict(_, accounts) = value else {
+                problems.push(format!(
+                    "{file}: `accounts` must be tables, `[accounts.NAME]`"
+                ));
+                continue;
+            };
+            for (name, account) in accounts {
+                let Value::Dict(_, keys) = account else {
+                    problems.push(format!(
+                        "{file}: `accounts.{name}` must be a table, `[accounts.{name}]`"
+                    ));
+                    continue;
+                };
+                for key in keys.keys() {
+                    if !account_keys().contains(&key.as_str()) {
+                        let suggestion = closest(key, account_keys().iter().copied())
+                            .map(|k| format!("accounts.{name}.{k}"));
+                        problems.push(format!(
+                            "{file}: unknown key `accounts.{name}.{key}`{}",
+                            did_you_mean(suggestion)
+                        ));
+                    }
+                }
+            }
+            continue;
+        }
         let Some(known) = keys_of(section) else {
             let suggestion = closest(section, sections()).map(|s| format!("[{s}]"));
             problems.push(format!(
@@ -121,6 +153,29 @@ pub(super) fn unknown_in_env(vars: &[(String, String)]) -> Vec<String> {
             // Not `<SECTION>__<KEY>`: not configuration, not ours to judge.
             continue;
         };
+        if section == "accounts" {
+            // ACCOUNTS__<NAME>__<KEY>.
+            let Some((account, key)) = key.split_once("__") else {
+                problems.push(format!(
+                    "{name}: an account's key is set as {ENV_PREFIX}ACCOUNTS__<NAME>__<KEY>"
+                ));
+                continue;
+            };
+            if !account_keys().contains(&key) {
+                let suggestion = closest(key, account_keys().iter().copied()).map(|k| {
+                    format!(
+                        "{ENV_PREFIX}ACCOUNTS__{}__{}",
+                        account.to_ascii_uppercase(),
+                        k.to_ascii_uppercase()
+                    )
+                });
+                problems.push(format!(
+                    "{name}: unknown key `accounts.{account}.{key}`{}",
+                    did_you_mean(suggestion)
+                ));
+            }
+            continue;
+        }
         let Some(known) = keys_of(section) else {
             let suggestion = closest(section, sections()).map(|s| {
                 format!(
@@ -165,9 +220,14 @@ pub(super) fn describe(errors: impl IntoIterator<Item = figment::Error>) -> Vec<
                     Some(figment::Source::Code(_)) if flag(&key).is_some() => {
                         flag(&key).unwrap_or_default().to_owned()
                     }
-                    _ if meta.name.contains("environment") && e.path.len() == 2 => {
-                        variable(&e.path[0], &e.path[1])
-                    }
+                    _ if meta.name.contains("environment") && e.path.len() >= 2 => format!(
+                        "{ENV_PREFIX}{}",
+                        e.path
+                            .iter()
+                            .map(|p| p.to_ascii_uppercase())
+                            .collect::<Vec<_>>()
+                            .join("__")
+                    ),
                     _ => format!("`{key}`"),
                 },
                 None if key.is_empty() => return message,

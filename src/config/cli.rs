@@ -48,6 +48,9 @@ pub struct Cli {
     /// Serve the built-in simulated API on loopback and export it; no account needed.
     #[arg(long, global = true)]
     pub demo: bool,
+    /// With several accounts: the account `--once` and `backfill` work on.
+    #[arg(long, value_name = "NAME", global = true)]
+    pub target: Option<String>,
     /// Load and validate the configuration, print what is wrong or `ok`, and exit.
     #[arg(long = "config.check")]
     pub config_check: bool,

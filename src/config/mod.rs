@@ -38,8 +38,8 @@ pub enum ConfigError {
     /// A value that is present but wrong.
     #[error("invalid configuration: {key}: {message}")]
     Invalid {
-        /// Dotted key, as in the TOML file (`api.timeout`).
-        key: &'static str,
+        /// Dotted key, as in the TOML file (`api.timeout`, `accounts.eu.token_file`).
+        key: String,
         /// What is wrong and what would be right; never the token.
         message: String,
     },
@@ -60,9 +60,9 @@ fn list(problems: &[String]) -> String {
     }
 }
 
-fn invalid(key: &'static str, message: impl Into<String>) -> ConfigError {
+fn invalid(key: impl Into<String>, message: impl Into<String>) -> ConfigError {
     ConfigError::Invalid {
-        key,
+        key: key.into(),
         message: message.into(),
     }
 }
@@ -70,8 +70,10 @@ fn invalid(key: &'static str, message: impl Into<String>) -> ConfigError {
 /// The validated configuration: what the exporter is built from.
 #[derive(Debug, Clone)]
 pub struct Config {
-    /// Where the data comes from.
+    /// Where the data comes from: one account (`[api]`), the demo, or several.
     pub api: ApiConfig,
+    /// With several accounts, each of them (`[accounts.NAME]`, in name order); else empty.
+    pub accounts: Vec<Account>,
     /// Interval of the list poll loop.
     pub poll_interval: Duration,
     /// Age after which the values of a failing endpoint are no longer served.
@@ -118,6 +120,17 @@ pub enum Source {
     },
     /// `--demo`: the simulated API, started on loopback by the exporter itself.
     Demo,
+    /// Several accounts, each with its own source (`[accounts.NAME]`); see [`Config::accounts`].
+    Accounts,
+}
+
+/// One of several accounts: `[accounts.NAME]`.
+#[derive(Debug, Clone)]
+pub struct Account {
+    /// NAME: the target of `/probe?target=NAME`.
+    pub name: String,
+    /// Its API, token and limits.
+    pub api: ApiConfig,
 }
 
 /// The exporter's own endpoint.
@@ -186,6 +199,11 @@ impl Settings {
         section::<settings::AssetReportSettings>(&figment, "asset_reports", &mut problems);
         section::<settings::WebSettings>(&figment, "web", &mut problems);
         section::<settings::LogSettings>(&figment, "log", &mut problems);
+        section::<std::collections::BTreeMap<String, settings::ApiSettings>>(
+            &figment,
+            "accounts",
+            &mut problems,
+        );
         if !problems.is_empty() {
             return Err(ConfigError::Layer(problems));
         }
@@ -229,35 +247,60 @@ impl Settings {
     /// Checks what involves several keys, and builds what each section configures.
     pub fn validate(self, demo: bool) -> Result<Config, ConfigError> {
         let mut warnings = Vec::new();
+        if !self.accounts.is_empty() {
+            if demo {
+                return Err(invalid(
+                    "accounts",
+                    "--demo has one account; remove [accounts.*]",
+                ));
+            }
+            let api = &self.api;
+            if api.base_url.is_some() || api.token.is_some() || api.token_file.is_some() {
+                return Err(invalid(
+                    "accounts",
+                    "set either [api] (one account, served on /metrics) or [accounts.NAME] \
+                     (several, served on /probe?target=NAME), not both",
+                ));
+            }
+        }
         let source = if demo {
             Source::Demo
+        } else if self.accounts.is_empty() {
+            remote(&self.api, "api", &mut warnings)?
         } else {
-            let token_file = self.api.token_file.clone();
-            if let Some(problem) = token_file
-                .as_deref()
-                .and_then(auth::token_file_mode_problem)
-            {
-                if running_as_root_in_a_container() {
-                    warnings.push(problem);
-                } else {
-                    return Err(invalid("api.token_file", problem));
-                }
-            }
-            let base_url = self.api.base_url.clone().ok_or_else(|| {
-                invalid(
-                    "api.base_url",
-                    "required (the address of the API, e.g. https://api.example.com), unless \
-                     --demo",
-                )
-            })?;
-            Source::Remote {
-                base_url,
-                token: token(self.api.token.clone(), token_file.as_deref())?,
-                token_file,
-            }
+            Source::Accounts
         };
         if self.api.max_body_bytes == 0 {
             return Err(invalid("api.max_body_bytes", "must be greater than 0"));
+        }
+        let mut accounts = Vec::with_capacity(self.accounts.len());
+        for (name, settings) in &self.accounts {
+            let prefix = format!("accounts.{name}");
+            if name.is_empty()
+                || !name
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-')
+            {
+                return Err(invalid(
+                    prefix,
+                    "an account name is made of a-z, 0-9, _ and - (it is the target of \
+                     /probe?target=NAME)",
+                ));
+            }
+            if settings.max_body_bytes == 0 {
+                return Err(invalid(
+                    format!("{prefix}.max_body_bytes"),
+                    "must be greater than 0",
+                ));
+            }
+            accounts.push(Account {
+                name: name.clone(),
+                api: ApiConfig {
+                    source: remote(settings, &prefix, &mut warnings)?,
+                    timeout: settings.timeout,
+                    max_body_bytes: settings.max_body_bytes,
+                },
+            });
         }
         let retry = RetryPolicy {
             initial_delay: self.backoff.initial_delay,
@@ -280,6 +323,7 @@ impl Settings {
                 timeout: self.api.timeout,
                 max_body_bytes: self.api.max_body_bytes,
             },
+            accounts,
             poll_interval: self.poll.interval,
             max_age: self.metrics.max_age,
             max_labels_per_asset: self.metrics.max_labels_per_asset,
@@ -329,32 +373,65 @@ fn telemetry_path(value: String) -> Result<String, ConfigError> {
     Ok(value)
 }
 
-fn token(token: Option<Secret>, file: Option<&std::path::Path>) -> Result<Secret, ConfigError> {
+/// The remote source of one account: `[api]` (`prefix` = `api`) or `[accounts.NAME]`.
+fn remote(
+    api: &settings::ApiSettings,
+    prefix: &str,
+    warnings: &mut Vec<String>,
+) -> Result<Source, ConfigError> {
+    let token_file = api.token_file.clone();
+    if let Some(problem) = token_file
+        .as_deref()
+        .and_then(auth::token_file_mode_problem)
+    {
+        if running_as_root_in_a_container() {
+            warnings.push(problem);
+        } else {
+            return Err(invalid(format!("{prefix}.token_file"), problem));
+        }
+    }
+    let base_url = api.base_url.clone().ok_or_else(|| {
+        invalid(
+            format!("{prefix}.base_url"),
+            "required (the address of the API, e.g. https://api.example.com), unless --demo",
+        )
+    })?;
+    Ok(Source::Remote {
+        base_url,
+        token: token(api.token.clone(), token_file.as_deref(), prefix)?,
+        token_file,
+    })
+}
+
+fn token(
+    token: Option<Secret>,
+    file: Option<&std::path::Path>,
+    prefix: &str,
+) -> Result<Secret, ConfigError> {
+    let error = |e: TokenError| {
+        let key = match e {
+            TokenError::Unreadable { .. } => "token_file",
+            _ => "token",
+        };
+        invalid(format!("{prefix}.{key}"), e.to_string())
+    };
     let value = match (token, file) {
         (Some(_), Some(_)) => {
             return Err(invalid(
-                "api.token",
-                "set only one of api.token and api.token_file",
+                format!("{prefix}.token"),
+                format!("set only one of {prefix}.token and {prefix}.token_file"),
             ));
         }
         (Some(token), None) => token.expose().to_owned(),
-        (None, Some(path)) => auth::read_token_file(path).map_err(token_error)?,
+        (None, Some(path)) => auth::read_token_file(path).map_err(error)?,
         (None, None) => {
             return Err(invalid(
-                "api.token_file",
-                "one of api.token_file and api.token is required, unless --demo",
+                format!("{prefix}.token_file"),
+                format!("one of {prefix}.token_file and {prefix}.token is required, unless --demo"),
             ));
         }
     };
-    auth::check_token(value).map_err(token_error)
-}
-
-fn token_error(error: TokenError) -> ConfigError {
-    let key = match error {
-        TokenError::Unreadable { .. } => "api.token_file",
-        _ => "api.token",
-    };
-    invalid(key, error.to_string())
+    auth::check_token(value).map_err(error)
 }
 
 /// Root inside a container (Docker, Podman, Kubernetes) often cannot choose the mode of a

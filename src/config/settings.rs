@@ -1,6 +1,7 @@
 //! The settings tree: one section per part of the exporter, every field typed, each read from
 //! the layered figment by the helpers of [`super::parse`]; missing keys take the defaults below.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -31,6 +32,8 @@ pub struct Settings {
     pub web: WebSettings,
     /// Logging.
     pub log: LogSettings,
+    /// Several accounts, by name, each with the keys of `[api]`.
+    pub accounts: BTreeMap<String, ApiSettings>,
 }
 
 /// `[api]`: where the upstream is and how to talk to it.

@@ -23,7 +23,11 @@ const STYLE: &str = "body{font-family:sans-serif;margin:2em;color:#222}\
      .summary{font-size:1.1em}";
 
 pub(super) async fn landing(State(state): State<AppState>) -> Html<String> {
-    let snapshot = state.snapshots.borrow().clone();
+    let Some(account) = state.single() else {
+        return Html(accounts_page(&state));
+    };
+    let snapshot = account.snapshots.borrow().clone();
+    let telemetry = &account.telemetry;
     let mut page = String::with_capacity(16 * 1024);
     let version = env!("CARGO_PKG_VERSION");
     let path = escape(&state.telemetry_path);
@@ -69,7 +73,7 @@ pub(super) async fn landing(State(state): State<AppState>) -> Html<String> {
     );
     let now = unix_now();
     let ago = |t: Option<f64>| t.map_or("never".to_owned(), |t| format!("{:.0} s ago", now - t));
-    for health in state.telemetry.health() {
+    for health in telemetry.health() {
         let (class, state) = match (&health.error, health.up, health.last_tried) {
             (_, _, None) => ("warn", "not polled yet".to_owned()),
             (_, true, Some(_)) => ("good", "ok".to_owned()),
@@ -151,6 +155,75 @@ pub(super) async fn landing(State(state): State<AppState>) -> Html<String> {
     }
     page.push_str("</table></body></html>\n");
     Html(page)
+}
+
+/// The page of an exporter with several accounts: each account's health, its assets in
+/// trouble and the link to its probe.
+fn accounts_page(state: &AppState) -> String {
+    let mut page = String::with_capacity(8 * 1024);
+    let version = env!("CARGO_PKG_VERSION");
+    let path = escape(&state.telemetry_path);
+    let ready = state.accounts.iter().all(|a| *a.cycles.borrow() > 0);
+    let _ = write!(
+        page,
+        "<!doctype html><html><head><meta charset=\"utf-8\"><title>Reputation Exporter</title>\
+         <style>{STYLE}</style></head><body><h1>Reputation Exporter</h1>\
+         <p>Version {version}. {} accounts, each on <code>/probe?target=NAME</code>; the \
+         exporter's own metrics: <a href=\"{path}\">{path}</a>. Readiness: {} \
+         (<a href=\"/-/ready\">/-/ready</a>, <a href=\"/-/healthy\">/-/healthy</a>).</p>\
+         <h2>Accounts</h2><table><tr><th>account</th><th>lists</th><th>failing</th>\
+         <th class=\"num\">assets</th><th class=\"num\">listed</th>\
+         <th class=\"num\">SNDS red</th><th class=\"num\">score below {LOW_SCORE}</th>\
+         <th>metrics</th></tr>",
+        state.accounts.len(),
+        if ready {
+            "ready"
+        } else {
+            "not every account polled yet"
+        },
+    );
+    for account in &state.accounts {
+        let name = escape(account.name.as_deref().unwrap_or_default());
+        let snapshot = account.snapshots.borrow().clone();
+        let summary = snapshot.summary();
+        let health = account.telemetry.health();
+        let failing: Vec<String> = health
+            .iter()
+            .filter(|h| !h.up && h.last_tried.is_some())
+            .map(|h| {
+                let why = h
+                    .error
+                    .as_deref()
+                    .map_or(String::new(), |e| format!(": {}", escape(e)));
+                format!("{}{why}", h.endpoint.label())
+            })
+            .collect();
+        let (class, lists) = if account.telemetry.up() {
+            ("good", "ok")
+        } else if *account.cycles.borrow() == 0 {
+            ("warn", "not polled yet")
+        } else {
+            ("bad", "failed")
+        };
+        let bad = |n: usize| if n > 0 { "num bad" } else { "num good" };
+        let _ = write!(
+            page,
+            "<tr><td>{name}</td><td class=\"{class}\">{lists}</td><td>{}</td>\
+             <td class=\"num\">{}</td><td class=\"{}\">{}</td><td class=\"{}\">{}</td>\
+             <td class=\"{}\">{}</td><td><a href=\"/probe?target={name}\">/probe?target={name}</a>\
+             </td></tr>",
+            failing.join(", "),
+            summary.assets,
+            bad(summary.listed),
+            summary.listed,
+            bad(summary.snds_red),
+            summary.snds_red,
+            bad(summary.low_score),
+            summary.low_score,
+        );
+    }
+    page.push_str("</table></body></html>\n");
+    page
 }
 
 /// Escapes text for HTML element content and attribute values.

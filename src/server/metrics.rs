@@ -2,7 +2,9 @@
 //! live, in the negotiated format, gzip-compressed when the client allows it.
 
 use axum::body::Body;
-use axum::extract::State;
+use std::sync::Arc;
+
+use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
@@ -11,13 +13,22 @@ use super::AppState;
 use super::body::Chunks;
 use crate::exposition::{Format, text};
 use crate::snapshot::Snapshot;
-use crate::telemetry::Telemetry;
+use crate::telemetry::{ProcessMetrics, Telemetry};
 
-/// The live part of a scrape: the exporter's own metrics (and `# EOF` for OpenMetrics), which
-/// follows the snapshot's cached per-asset body.
-pub fn live(telemetry: &Telemetry, format: Format) -> Vec<u8> {
+/// The live part of a scrape: an account's API metrics and the process metrics, each when
+/// given (and `# EOF` for OpenMetrics), which follows the snapshot's cached per-asset body.
+pub fn live(
+    telemetry: Option<&Telemetry>,
+    process: Option<&ProcessMetrics>,
+    format: Format,
+) -> Vec<u8> {
     let mut openmetrics = String::with_capacity(8 * 1024);
-    telemetry.encode(&mut openmetrics);
+    if let Some(telemetry) = telemetry {
+        telemetry.encode(&mut openmetrics);
+    }
+    if let Some(process) = process {
+        process.encode(&mut openmetrics);
+    }
     match format {
         Format::OpenMetrics => {
             let mut live = openmetrics.into_bytes();
@@ -32,10 +43,16 @@ pub fn live(telemetry: &Telemetry, format: Format) -> Vec<u8> {
     }
 }
 
-/// The whole exposition in one format, as one buffer.
-pub fn render(snapshot: &Snapshot, telemetry: &Telemetry, format: Format) -> Vec<u8> {
+/// The whole exposition of one account in one format, as one buffer; with the process
+/// metrics when given.
+pub fn render(
+    snapshot: &Snapshot,
+    telemetry: &Telemetry,
+    process: Option<&ProcessMetrics>,
+    format: Format,
+) -> Vec<u8> {
     let mut body = snapshot.rendered.to_vec(format);
-    body.extend_from_slice(&live(telemetry, format));
+    body.extend_from_slice(&live(Some(telemetry), process, format));
     body
 }
 
@@ -53,19 +70,90 @@ fn accepts_gzip(accept_encoding: Option<&str>) -> bool {
     })
 }
 
+/// `/metrics`: with one account, its metrics and the process metrics; with several, the
+/// process metrics only (each account is on `/probe?target=NAME`).
 pub(super) async fn metrics(State(state): State<AppState>, headers: HeaderMap) -> Response {
-    let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
-    let format = Format::negotiate(accept);
+    let format = Format::negotiate(headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()));
     let gzip = accepts_gzip(
         headers
             .get(header::ACCEPT_ENCODING)
             .and_then(|v| v.to_str().ok()),
     );
-    let snapshot = state.snapshots.borrow().clone();
-    let live = live(&state.telemetry, format);
+    match state.single() {
+        Some(one) => {
+            let snapshot = one.snapshots.borrow().clone();
+            let live = live(Some(&one.telemetry), Some(&state.process), format);
+            respond(Some(snapshot), live, format, gzip).await
+        }
+        None => respond(None, live(None, Some(&state.process), format), format, gzip).await,
+    }
+}
+
+/// The query of `/probe`.
+#[derive(Debug, serde::Deserialize)]
+pub(super) struct Probe {
+    target: Option<String>,
+}
+
+/// `/probe?target=NAME`: one account's per-asset and API metrics, named and labelled exactly
+/// as the single-account `/metrics`; 400 with a reason for a missing or unknown target.
+pub(super) async fn probe(
+    State(state): State<AppState>,
+    Query(probe): Query<Probe>,
+    headers: HeaderMap,
+) -> Response {
+    if state.single().is_some() {
+        return bad_request(
+            "this exporter has one account, served on /metrics; /probe?target=NAME serves the \
+             accounts of [accounts.NAME]"
+                .into(),
+        );
+    }
+    let names = || {
+        let names: Vec<&str> = state
+            .accounts
+            .iter()
+            .filter_map(|a| a.name.as_deref())
+            .collect();
+        names.join(", ")
+    };
+    let Some(target) = probe.target.filter(|t| !t.is_empty()) else {
+        return bad_request(format!(
+            "missing target: /probe?target=NAME, NAME one of {}",
+            names()
+        ));
+    };
+    let Some(account) = state.account(&target) else {
+        let shown: String = target.chars().take(64).collect();
+        return bad_request(format!("unknown target `{shown}`: one of {}", names()));
+    };
+    let format = Format::negotiate(headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()));
+    let gzip = accepts_gzip(
+        headers
+            .get(header::ACCEPT_ENCODING)
+            .and_then(|v| v.to_str().ok()),
+    );
+    let snapshot = account.snapshots.borrow().clone();
+    let live = live(Some(&account.telemetry), None, format);
+    respond(Some(snapshot), live, format, gzip).await
+}
+
+fn bad_request(reason: String) -> Response {
+    (StatusCode::BAD_REQUEST, format!("{reason}\n")).into_response()
+}
+
+/// The snapshot's cached body (when there is one) followed by `live`, in `format`, gzipped
+/// when `gzip`.
+async fn respond(
+    snapshot: Option<Arc<Snapshot>>,
+    live: Vec<u8>,
+    format: Format,
+    gzip: bool,
+) -> Response {
     let content_type = (header::CONTENT_TYPE, format.content_type());
     // The body depends on both headers: a cache must key on both.
     let vary = (header::VARY, "Accept, Accept-Encoding");
+    let snapshot = snapshot.unwrap_or_default();
     if !gzip {
         let mut chunks = snapshot.body(format).to_vec();
         chunks.push(Bytes::from(live));

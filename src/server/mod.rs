@@ -22,7 +22,7 @@ use tower_http::timeout::TimeoutLayer;
 use tracing::instrument::WithSubscriber as _;
 
 use crate::snapshot::Snapshot;
-use crate::telemetry::Telemetry;
+use crate::telemetry::{ProcessMetrics, Telemetry};
 use crate::web_config::WebConfigFile;
 pub use connections::max_connections;
 use listener::{TlsListener, bounded};
@@ -33,16 +33,47 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 /// What the handlers read.
 #[derive(Debug, Clone)]
 pub struct AppState {
-    /// The latest snapshot, swapped in by the poller.
-    pub snapshots: watch::Receiver<Arc<Snapshot>>,
-    /// Live exporter metrics.
-    pub telemetry: Arc<Telemetry>,
+    /// Every account polled: one without a name (served on `/metrics`), or several by name
+    /// (served on `/probe?target=NAME`).
+    pub accounts: Vec<AccountState>,
+    /// Build and process metrics, which belong to no account.
+    pub process: Arc<ProcessMetrics>,
     /// Path of the metrics endpoint.
     pub telemetry_path: String,
     /// TLS, basic auth and extra headers (`--web.config.file`).
     pub web: Arc<WebConfigFile>,
     /// Whether the data comes from `--demo`'s simulated API, said on the landing page.
     pub demo: bool,
+}
+
+/// What the handlers read of one account.
+#[derive(Debug, Clone)]
+pub struct AccountState {
+    /// `accounts.NAME`, or `None` for the one account of `[api]` or `--demo`.
+    pub name: Option<String>,
+    /// Its latest snapshot, swapped in by its pollers.
+    pub snapshots: watch::Receiver<Arc<Snapshot>>,
+    /// Its API metrics.
+    pub telemetry: Arc<Telemetry>,
+    /// How many of its list poll cycles have ended.
+    pub cycles: watch::Receiver<u64>,
+}
+
+impl AppState {
+    /// The one account of a single-account exporter.
+    pub fn single(&self) -> Option<&AccountState> {
+        match self.accounts.as_slice() {
+            [one] if one.name.is_none() => Some(one),
+            _ => None,
+        }
+    }
+
+    /// The account named `name`, with several.
+    pub fn account(&self, name: &str) -> Option<&AccountState> {
+        self.accounts
+            .iter()
+            .find(|a| a.name.as_deref() == Some(name))
+    }
 }
 
 /// The router, separate from any socket so tests can drive it directly. Requests log to the
@@ -52,6 +83,7 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/", get(landing::landing))
         .route(&state.telemetry_path, get(metrics::metrics))
+        .route("/probe", get(metrics::probe))
         .route("/-/healthy", get(healthy))
         .route("/-/ready", get(ready))
         .layer(TimeoutLayer::with_status_code(
@@ -117,12 +149,23 @@ async fn healthy() -> &'static str {
 }
 
 async fn ready(State(state): State<AppState>) -> (StatusCode, &'static str) {
-    if state.snapshots.borrow().ready {
+    let ready = match state.single() {
+        Some(one) => one.snapshots.borrow().ready,
+        // With several accounts: once every account's first poll has ended, whatever its
+        // outcome, so that one account down does not hold the others back.
+        None => state.accounts.iter().all(|a| *a.cycles.borrow() > 0),
+    };
+    if ready {
         (StatusCode::OK, "Ready.\n")
-    } else {
+    } else if state.single().is_some() {
         (
             StatusCode::SERVICE_UNAVAILABLE,
             "Not ready: no list has been polled successfully yet.\n",
+        )
+    } else {
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "Not ready: not every account has been polled yet.\n",
         )
     }
 }

@@ -250,16 +250,6 @@ impl Telemetry {
             self.unrecognized.clone(),
         );
         r.register_collector(Box::new(self.account.clone()));
-        r.register(
-            "reputation_exporter_build",
-            "Version, git revision and compiler of the running exporter",
-            Info::new(BuildLabels {
-                version: env!("CARGO_PKG_VERSION"),
-                revision: env!("BUILD_GIT_REVISION"),
-                rustc: env!("BUILD_RUSTC_VERSION"),
-            }),
-        );
-        r.register_collector(Box::new(process::ProcessCollector));
         self
     }
 
@@ -399,6 +389,38 @@ impl Telemetry {
     /// Appends every family in OpenMetrics text, without `# EOF`.
     pub fn encode(&self, out: &mut String) {
         // Writing into a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode_registry(out, &self.registry);
+    }
+}
+
+/// The metrics of the exporter process rather than of an account: build information and the
+/// standard `process_*` metrics. With one account they follow its metrics on `/metrics`; with
+/// several, they are all `/metrics` serves.
+#[derive(Debug)]
+pub struct ProcessMetrics {
+    registry: Registry,
+}
+
+impl Default for ProcessMetrics {
+    fn default() -> Self {
+        let mut registry = Registry::default();
+        registry.register(
+            "reputation_exporter_build",
+            "Version, git revision and compiler of the running exporter",
+            Info::new(BuildLabels {
+                version: env!("CARGO_PKG_VERSION"),
+                revision: env!("BUILD_GIT_REVISION"),
+                rustc: env!("BUILD_RUSTC_VERSION"),
+            }),
+        );
+        registry.register_collector(Box::new(process::ProcessCollector));
+        ProcessMetrics { registry }
+    }
+}
+
+impl ProcessMetrics {
+    /// Appends the families in OpenMetrics text, without `# EOF`.
+    pub fn encode(&self, out: &mut String) {
         let _ = prometheus_client::encoding::text::encode_registry(out, &self.registry);
     }
 }
@@ -589,7 +611,9 @@ mod tests {
     #[cfg(target_os = "linux")]
     #[test]
     fn process_metrics_are_read_from_proc() {
-        let text = render(&Telemetry::new(&[]));
+        let mut text = String::new();
+        ProcessMetrics::default().encode(&mut text);
+        assert!(text.contains("reputation_exporter_build_info{version=\""));
         let rss = text
             .lines()
             .find_map(|l| l.strip_prefix("process_resident_memory_bytes "))
