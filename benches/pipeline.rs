@@ -74,9 +74,16 @@ fn pipeline(c: &mut Criterion) {
         });
     }
     let telemetry = Telemetry::new(&reputation_exporter::vocabulary::Endpoint::POLLED);
+    let snapshot = Snapshot::default();
     for format in Format::ALL {
         group.bench_function(format!("live_part_{format:?}"), |b| {
-            b.iter(|| reputation_exporter::server::metrics::live(Some(&telemetry), None, format))
+            b.iter(|| {
+                reputation_exporter::server::metrics::live(
+                    Some((&telemetry, &snapshot)),
+                    None,
+                    format,
+                )
+            })
         });
     }
     group.finish();

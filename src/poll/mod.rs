@@ -96,10 +96,7 @@ impl Poller {
                 // Rebuilding the snapshot walks every asset: off the async workers.
                 let store = self.store.clone();
                 let now = Instant::now();
-                let expired = crate::task::spawn_blocking(move || store.expire(now)).await;
-                if expired.unwrap_or(false) {
-                    self.count_assets();
-                }
+                let _ = crate::task::spawn_blocking(move || store.expire(now)).await;
                 if Instant::now() >= due {
                     break;
                 }
@@ -263,7 +260,6 @@ impl Poller {
                 return false;
             }
         }
-        self.count_assets();
         for value in self.telemetry.unrecognized(unrecognized) {
             warn!(
                 field = value.field,
@@ -312,14 +308,6 @@ impl Poller {
                 true
             }
             Err(e) => self.failed(endpoint, &e),
-        }
-    }
-
-    /// Tells the telemetry how many assets of each kind the store serves now.
-    fn count_assets(&self) {
-        let snapshot = self.store.current();
-        for kind in Kind::ALL {
-            self.telemetry.assets(kind, snapshot.count(kind));
         }
     }
 

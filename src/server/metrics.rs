@@ -14,17 +14,19 @@ use super::body::Chunks;
 use crate::exposition::{Format, text};
 use crate::snapshot::Snapshot;
 use crate::telemetry::{ProcessMetrics, Telemetry};
+use crate::vocabulary::Kind;
 
 /// The live part of a scrape: an account's API metrics and the process metrics, each when
 /// given (and `# EOF` for OpenMetrics), which follows the snapshot's cached per-asset body.
 pub fn live(
-    telemetry: Option<&Telemetry>,
+    account: Option<(&Telemetry, &Snapshot)>,
     process: Option<&ProcessMetrics>,
     format: Format,
 ) -> Vec<u8> {
     let mut openmetrics = String::with_capacity(8 * 1024);
-    if let Some(telemetry) = telemetry {
-        telemetry.encode(&mut openmetrics);
+    if let Some((telemetry, snapshot)) = account {
+        let assets = Kind::ALL.map(|kind| snapshot.count(kind));
+        telemetry.encode(&mut openmetrics, assets);
     }
     if let Some(process) = process {
         process.encode(&mut openmetrics);
@@ -52,7 +54,7 @@ pub fn render(
     format: Format,
 ) -> Vec<u8> {
     let mut body = snapshot.rendered.to_vec(format);
-    body.extend_from_slice(&live(Some(telemetry), process, format));
+    body.extend_from_slice(&live(Some((telemetry, snapshot)), process, format));
     body
 }
 
@@ -82,7 +84,11 @@ pub(super) async fn metrics(State(state): State<AppState>, headers: HeaderMap) -
     match state.single() {
         Some(one) => {
             let snapshot = one.snapshots.borrow().clone();
-            let live = live(Some(&one.telemetry), Some(&state.process), format);
+            let live = live(
+                Some((&one.telemetry, &snapshot)),
+                Some(&state.process),
+                format,
+            );
             respond(Some(snapshot), live, format, gzip).await
         }
         None => respond(None, live(None, Some(&state.process), format), format, gzip).await,
@@ -134,7 +140,7 @@ pub(super) async fn probe(
             .and_then(|v| v.to_str().ok()),
     );
     let snapshot = account.snapshots.borrow().clone();
-    let live = live(Some(&account.telemetry), None, format);
+    let live = live(Some((&account.telemetry, &snapshot)), None, format);
     respond(Some(snapshot), live, format, gzip).await
 }
 

@@ -97,7 +97,11 @@ type FloatGauge = Gauge<f64, AtomicU64>;
 /// Live counters and gauges about the exporter and the API.
 #[derive(Debug)]
 pub struct Telemetry {
+    /// The families before `reputation_assets`.
     registry: Registry,
+    /// The families after it: `reputation_assets` itself is written per scrape from the
+    /// snapshot being served, so that it always agrees with the asset series of that scrape.
+    tail: Registry,
     up: Gauge,
     api_up: Family<EndpointLabels, Gauge>,
     auth_ok: Late<Flag>,
@@ -107,7 +111,6 @@ pub struct Telemetry {
     retries: Family<EndpointLabels, Counter>,
     last_success: Family<EndpointLabels, FloatGauge>,
     poll_duration: Late<Seconds>,
-    assets: Family<KindLabels, Gauge>,
     unrecognized: Family<FieldLabels, Counter>,
     account: Arc<AccountInfo>,
     /// The endpoints this exporter polls, in label order.
@@ -151,6 +154,7 @@ impl Telemetry {
         endpoints.dedup();
         let telemetry = Telemetry {
             registry: Registry::default(),
+            tail: Registry::default(),
             up: Gauge::default(),
             api_up: Family::default(),
             auth_ok: Late::default(),
@@ -160,7 +164,6 @@ impl Telemetry {
             retries: Family::default(),
             last_success: Family::default(),
             poll_duration: Late::default(),
-            assets: Family::default(),
             unrecognized: Family::default(),
             account: Arc::default(),
             endpoints,
@@ -188,9 +191,6 @@ impl Telemetry {
         }
         for field in Unrecognized::FIELDS {
             let _ = self.unrecognized.get_or_create(&FieldLabels { field });
-        }
-        for kind in Kind::ALL {
-            self.assets.get_or_create(&KindLabels { kind }).set(0);
         }
         let r = &mut self.registry;
         r.register(
@@ -239,11 +239,7 @@ impl Telemetry {
             "Length of the last whole poll of the API, retries included",
             self.poll_duration.clone(),
         );
-        r.register(
-            "reputation_assets",
-            "Assets in the served snapshot, by kind",
-            self.assets.clone(),
-        );
+        let r = &mut self.tail;
         r.register(
             "reputation_unrecognized_values",
             "Values from the API that could not be mapped to a sample, by API field",
@@ -319,13 +315,6 @@ impl Telemetry {
         self.poll_duration.set(Seconds(elapsed.as_secs_f64()));
     }
 
-    /// Records how many assets of one kind are served.
-    pub fn assets(&self, kind: Kind, count: usize) {
-        self.assets
-            .get_or_create(&KindLabels { kind })
-            .set(i64::try_from(count).unwrap_or(i64::MAX));
-    }
-
     /// Records the account the token belongs to.
     pub fn account(&self, user_id: String, project_id: String) {
         *self.account.lock() = Some(AccountLabels {
@@ -386,10 +375,25 @@ impl Telemetry {
             .map_or(0, |c| c.get())
     }
 
-    /// Appends every family in OpenMetrics text, without `# EOF`.
-    pub fn encode(&self, out: &mut String) {
+    /// Appends every family in OpenMetrics text, without `# EOF`; `assets` is how many assets
+    /// of each kind ([`Kind::ALL`] order) the scrape serves.
+    pub fn encode(&self, out: &mut String, assets: [usize; 2]) {
+        let assets_family: Family<KindLabels, Gauge> = Family::default();
+        for (kind, count) in Kind::ALL.into_iter().zip(assets) {
+            assets_family
+                .get_or_create(&KindLabels { kind })
+                .set(i64::try_from(count).unwrap_or(i64::MAX));
+        }
+        let mut scrape = Registry::default();
+        scrape.register(
+            "reputation_assets",
+            "Assets in the served snapshot, by kind",
+            assets_family,
+        );
         // Writing into a String cannot fail.
         let _ = prometheus_client::encoding::text::encode_registry(out, &self.registry);
+        let _ = prometheus_client::encoding::text::encode_registry(out, &scrape);
+        let _ = prometheus_client::encoding::text::encode_registry(out, &self.tail);
     }
 }
 
@@ -533,7 +537,7 @@ mod tests {
 
     fn render(telemetry: &Telemetry) -> String {
         let mut out = String::new();
-        telemetry.encode(&mut out);
+        telemetry.encode(&mut out, [0, 0]);
         out
     }
 
