@@ -359,3 +359,56 @@ fn the_toml_example_is_valid_and_holds_the_defaults() {
     assert_eq!(config.retry, defaults.retry);
     assert_eq!(config.web.listen_address, defaults.web.listen_address);
 }
+
+#[test]
+fn several_accounts_are_read_from_the_file_and_the_environment() {
+    let file = TomlFile::new(
+        "accounts",
+        "[accounts.eu]\nbase_url = \"https://eu.example.com\"\ntoken = \"e\"\n\
+         [accounts.us-east_1]\nbase_url = \"https://us.example.com\"\n",
+    );
+    let vars = [("REPUTATION_EXPORTER_ACCOUNTS__US-EAST_1__TOKEN", "u")];
+    let config = load(&file.cli(), &vars).unwrap();
+    let names: Vec<&str> = config.accounts.iter().map(|a| a.name.as_str()).collect();
+    assert_eq!(names, ["eu", "us-east_1"]);
+    let Source::Remote {
+        base_url, token, ..
+    } = &config.accounts[1].api.source
+    else {
+        panic!("remote expected")
+    };
+    assert_eq!(base_url.as_str(), "https://us.example.com/");
+    assert_eq!(token.expose(), "u");
+    assert!(matches!(config.api.source, Source::Accounts));
+}
+
+#[test]
+fn api_and_accounts_together_or_a_bad_account_name_are_refused() {
+    let file = TomlFile::new(
+        "both",
+        "[accounts.eu]\nbase_url = \"https://eu.example.com\"\ntoken = \"e\"\n",
+    );
+    let message = load(&file.cli(), REMOTE).unwrap_err().to_string();
+    assert!(
+        message.starts_with("invalid configuration: accounts: set either [api] (one account"),
+        "{message}"
+    );
+    let file = TomlFile::new(
+        "badname",
+        "[accounts.EU]\nbase_url = \"https://eu.example.com\"\ntoken = \"e\"\n",
+    );
+    let message = load(&file.cli(), &[]).unwrap_err().to_string();
+    assert!(
+        message.starts_with("invalid configuration: accounts.EU: an account name is made of"),
+        "{message}"
+    );
+    let file = TomlFile::new(
+        "nobase",
+        "[accounts.eu]\ntoken = \"e\"\n[accounts.us]\nbase_url = \"https://u.example\"\ntokn = \"u\"\n",
+    );
+    let message = load(&file.cli(), &[]).unwrap_err().to_string();
+    assert!(
+        message.contains("unknown key `accounts.us.tokn`; did you mean `accounts.us.token`?"),
+        "{message}"
+    );
+}

@@ -76,6 +76,8 @@ struct Sim {
     hidden_reports: std::collections::HashSet<String>,
     /// Asset report paths exactly as requested, still percent-encoded.
     report_paths: Vec<String>,
+    /// Every `Authorization` header value received, whether accepted or not.
+    authorizations: std::collections::BTreeSet<String>,
     /// How long each asset report takes to answer.
     report_delay: Duration,
     /// Asset report requests being answered now, and the most at once so far.
@@ -110,6 +112,7 @@ impl SimulatedApi {
                 reports: HashMap::new(),
                 hidden_reports: Default::default(),
                 report_paths: Vec::new(),
+                authorizations: Default::default(),
                 report_delay: Duration::ZERO,
                 reports_in_flight: 0,
                 reports_in_flight_max: 0,
@@ -252,6 +255,11 @@ impl SimulatedApi {
         self.sim().arrivals.get(path).map_or(0, Vec::len)
     }
 
+    /// Every `Authorization` header value received so far.
+    pub fn authorizations(&self) -> Vec<String> {
+        self.sim().authorizations.iter().cloned().collect()
+    }
+
     /// When each request to `path` arrived.
     pub fn arrivals(&self, path: &str) -> Vec<Instant> {
         self.sim().arrivals.get(path).cloned().unwrap_or_default()
@@ -279,6 +287,10 @@ impl SimulatedApi {
         let authorization = headers
             .get(header::AUTHORIZATION)
             .map(HeaderValue::as_bytes);
+        if let Some(value) = authorization {
+            let value = String::from_utf8_lossy(value).into_owned();
+            sim.authorizations.insert(value);
+        }
         if authorization != Some(expected.as_bytes()) {
             return Decision::Answer(error(StatusCode::UNAUTHORIZED));
         }

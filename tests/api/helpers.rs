@@ -78,6 +78,42 @@ pub async fn spawn_app() -> TestApp {
     spawn_app_with(Options::default()).await
 }
 
+/// Starts an exporter polling several accounts, each `(name, upstream, token)`; the returned
+/// app's `upstream` is the first account's.
+pub async fn spawn_accounts(
+    accounts: Vec<(&'static str, SimulatedApi, &'static str)>,
+    interval: &'static str,
+    configure: impl FnOnce(&mut Settings) + Send + 'static,
+) -> TestApp {
+    let mut urls = Vec::new();
+    for (_, upstream, _) in &accounts {
+        urls.push(upstream.spawn().await.expect("simulated API starts"));
+    }
+    let first = accounts[0].1.clone();
+    let accounts: Vec<(&str, String, &str)> = accounts
+        .into_iter()
+        .zip(urls)
+        .map(|((name, _, token), url)| (name, url, token))
+        .collect();
+    spawn_app_with(Options {
+        upstream: first,
+        interval,
+        configure: Box::new(move |settings| {
+            settings.api.base_url = None;
+            settings.api.token = None;
+            for (name, url, token) in accounts {
+                let mut api = settings.api.clone();
+                api.base_url = Some(url.parse().unwrap());
+                api.token = Some(Secret::new(token));
+                settings.accounts.insert(name.to_owned(), api);
+            }
+            configure(settings);
+        }),
+        ..Options::default()
+    })
+    .await
+}
+
 /// Starts an exporter the way `main` does (`app::run` on a listener, until a shutdown future
 /// completes), under a log subscriber of its own.
 pub async fn spawn_app_with(options: Options) -> TestApp {

@@ -1,5 +1,6 @@
 //! Black-box tests: the exporter on a loopback port against the simulated API.
 
+mod accounts;
 mod backfill;
 mod deploy;
 mod exposition;

@@ -1,0 +1,200 @@
+//! Several accounts in one exporter: `[accounts.NAME]` and `/probe?target=NAME`.
+
+use reputation_exporter::demo::SimulatedApi;
+use reputation_exporter::vocabulary::Kind;
+use serde_json::json;
+
+use crate::helpers::{PROMETHEUS_ACCEPT, TestApp, sample, spawn_accounts};
+
+const EU_TOKEN: &str = "eu-secret-token";
+const US_TOKEN: &str = "us-secret-token";
+
+/// `eu` with 192.0.2.1 and 192.0.2.2, `us` with 198.51.100.7, each with its own token.
+fn upstreams() -> (SimulatedApi, SimulatedApi) {
+    let eu = SimulatedApi::new(2, 0);
+    eu.set_token(EU_TOKEN);
+    let us = SimulatedApi::new(0, 0);
+    us.set_token(US_TOKEN);
+    us.set_items(
+        Kind::Ip,
+        vec![json!({"ip": "198.51.100.7", "senderscore": 91, "blacklisted": 0})],
+    );
+    (eu, us)
+}
+
+async fn two_accounts(interval: &'static str) -> (TestApp, SimulatedApi, SimulatedApi) {
+    let (eu, us) = upstreams();
+    let app = spawn_accounts(
+        vec![("eu", eu.clone(), EU_TOKEN), ("us", us.clone(), US_TOKEN)],
+        interval,
+        |s| s.backoff.max_elapsed = crate::helpers::duration("300ms"),
+    )
+    .await;
+    (app, eu, us)
+}
+
+async fn probe(app: &TestApp, target: &str) -> String {
+    app.get(&format!("/probe?target={target}"))
+        .await
+        .text()
+        .await
+        .unwrap()
+}
+
+async fn probe_when(app: &TestApp, target: &str, condition: impl Fn(&str) -> bool) -> String {
+    let deadline = tokio::time::Instant::now() + crate::helpers::DEADLINE;
+    loop {
+        let body = probe(app, target).await;
+        if condition(&body) {
+            return body;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out on /probe?target={target}:\n{body}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+}
+
+fn up(body: &str) -> bool {
+    sample(body, "reputation_up") == Some(1.0)
+}
+
+#[tokio::test]
+async fn each_probe_shows_only_its_accounts_assets_with_the_single_account_names() {
+    let (app, _, _) = two_accounts("200ms").await;
+    let eu = probe_when(&app, "eu", up).await;
+    let us = probe_when(&app, "us", up).await;
+    assert!(eu.contains(r#"reputation_asset_info{kind="ip",asset="192.0.2.1"} 1"#));
+    assert!(!eu.contains("198.51.100.7"));
+    assert!(us.contains(r#"reputation_senderscore{kind="ip",asset="198.51.100.7"} 91"#));
+    assert!(!us.contains("192.0.2.1"));
+    assert_eq!(sample(&eu, r#"reputation_assets{kind="ip"}"#), Some(2.0));
+    assert_eq!(sample(&us, r#"reputation_assets{kind="ip"}"#), Some(1.0));
+    assert!(!eu.contains("process_") && !eu.contains("reputation_exporter_build_info"));
+
+    // The same negotiation as /metrics: OpenMetrics when asked, gzip when allowed.
+    let response = app
+        .get_with(
+            "/probe?target=us",
+            &[("accept", PROMETHEUS_ACCEPT), ("accept-encoding", "gzip")],
+        )
+        .await;
+    assert_eq!(
+        response.headers()["content-type"],
+        "application/openmetrics-text; version=1.0.0; charset=utf-8"
+    );
+    assert_eq!(response.headers()["content-encoding"], "gzip");
+
+    // /metrics serves the exporter's own build and process metrics, no account's.
+    let metrics = app.metrics().await;
+    assert!(
+        metrics.contains("reputation_exporter_build_info{"),
+        "{metrics}"
+    );
+    assert!(!metrics.contains("reputation_asset_info"));
+    assert!(!metrics.contains("reputation_up "));
+
+    let page = app.get("/").await.text().await.unwrap();
+    assert!(
+        page.contains(r#"<a href="/probe?target=eu">/probe?target=eu</a>"#),
+        "{page}"
+    );
+    assert!(page.contains(r#"<a href="/probe?target=us">/probe?target=us</a>"#));
+}
+
+#[tokio::test]
+async fn a_missing_or_unknown_target_is_a_400_and_asks_nothing_upstream() {
+    let (app, eu, us) = two_accounts("1h").await;
+    probe_when(&app, "eu", up).await;
+    probe_when(&app, "us", up).await;
+    let before = (
+        eu.requests("/api/v1/ip-list"),
+        us.requests("/api/v1/ip-list"),
+    );
+    let missing = app.get("/probe").await;
+    assert_eq!(missing.status(), 400);
+    assert_eq!(
+        missing.text().await.unwrap(),
+        "missing target: /probe?target=NAME, NAME one of eu, us\n"
+    );
+    let unknown = app.get("/probe?target=asia").await;
+    assert_eq!(unknown.status(), 400);
+    assert_eq!(
+        unknown.text().await.unwrap(),
+        "unknown target `asia`: one of eu, us\n"
+    );
+    assert_eq!(
+        (
+            eu.requests("/api/v1/ip-list"),
+            us.requests("/api/v1/ip-list")
+        ),
+        before
+    );
+}
+
+#[tokio::test]
+async fn a_rejected_token_on_one_account_leaves_the_other_up_and_no_token_crosses() {
+    let (app, eu, us) = two_accounts("200ms").await;
+    probe_when(&app, "us", up).await;
+    us.set_token("rotated-elsewhere");
+    let us_body = probe_when(&app, "us", |b| {
+        sample(b, "reputation_api_auth_ok") == Some(0.0)
+            && sample(
+                b,
+                r#"reputation_api_requests_total{endpoint="ip-list",code="401"}"#,
+            ) >= Some(3.0)
+    })
+    .await;
+    assert_eq!(sample(&us_body, "reputation_up"), Some(0.0));
+    let eu_body = probe_when(&app, "eu", |b| {
+        sample(
+            b,
+            r#"reputation_api_requests_total{endpoint="ip-list",code="200"}"#,
+        ) >= Some(3.0)
+    })
+    .await;
+    assert_eq!(sample(&eu_body, "reputation_api_auth_ok"), Some(1.0));
+    assert_eq!(sample(&eu_body, "reputation_up"), Some(1.0));
+    assert_eq!(eu.authorizations(), [format!("Bearer {EU_TOKEN}")]);
+    assert_eq!(us.authorizations(), [format!("Bearer {US_TOKEN}")]);
+}
+
+#[tokio::test]
+async fn ready_waits_for_every_accounts_first_poll_even_one_that_fails() {
+    let (eu, us) = upstreams();
+    us.hold();
+    for path in [
+        "/api/v1/ip-list",
+        "/api/v1/domain-list",
+        "/api/v1/system-check",
+    ] {
+        us.set_outage(path, Some(503));
+    }
+    let app = spawn_accounts(
+        vec![("eu", eu, EU_TOKEN), ("us", us.clone(), US_TOKEN)],
+        "1h",
+        |s| {
+            s.backoff.initial_delay = crate::helpers::duration("50ms");
+            s.backoff.max_elapsed = crate::helpers::duration("300ms");
+        },
+    )
+    .await;
+    probe_when(&app, "eu", up).await;
+    assert_eq!(
+        app.get("/-/ready").await.status(),
+        503,
+        "us has not answered"
+    );
+    us.release();
+    let deadline = tokio::time::Instant::now() + crate::helpers::DEADLINE;
+    loop {
+        if app.get("/-/ready").await.status() == 200 {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "never ready");
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    let us_body = probe(&app, "us").await;
+    assert_eq!(sample(&us_body, "reputation_up"), Some(0.0));
+}
