@@ -198,3 +198,48 @@ async fn ready_waits_for_every_accounts_first_poll_even_one_that_fails() {
     let us_body = probe(&app, "us").await;
     assert_eq!(sample(&us_body, "reputation_up"), Some(0.0));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn once_with_a_target_prints_that_account_and_without_one_says_what_to_give() {
+    let (eu, us) = upstreams();
+    let (eu_url, us_url) = (eu.spawn().await.unwrap(), us.spawn().await.unwrap());
+    let run = move |target: Option<&'static str>| {
+        let (eu_url, us_url) = (eu_url.clone(), us_url.clone());
+        tokio::task::spawn_blocking(move || {
+            let mut command = crate::helpers::exporter();
+            command
+                .arg("--once")
+                .env("REPUTATION_EXPORTER_ACCOUNTS__EU__BASE_URL", eu_url)
+                .env("REPUTATION_EXPORTER_ACCOUNTS__EU__TOKEN", EU_TOKEN)
+                .env("REPUTATION_EXPORTER_ACCOUNTS__US__BASE_URL", us_url)
+                .env("REPUTATION_EXPORTER_ACCOUNTS__US__TOKEN", US_TOKEN);
+            if let Some(target) = target {
+                command.args(["--target", target]);
+            }
+            command.output().unwrap()
+        })
+    };
+    let us_only = run(Some("us")).await.unwrap();
+    assert_eq!(
+        us_only.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&us_only.stderr)
+    );
+    let stdout = String::from_utf8(us_only.stdout).unwrap();
+    assert!(stdout.contains(r#"reputation_asset_info{kind="ip",asset="198.51.100.7"} 1"#));
+    assert!(!stdout.contains("192.0.2.1"));
+    assert_eq!(
+        eu.requests("/api/v1/ip-list"),
+        0,
+        "the other account was not asked"
+    );
+
+    let neither = run(None).await.unwrap();
+    assert_eq!(neither.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&neither.stderr);
+    assert!(
+        stderr.contains("several accounts are configured: give --target NAME, one of eu, us"),
+        "{stderr}"
+    );
+}
