@@ -4,7 +4,11 @@
 //! Unlike the per-asset bodies they change between polls (every request counts), so they are
 //! encoded live on each scrape; there are a few dozen series at most.
 
+mod late;
 mod process;
+
+use late::{Flag, Late, Seconds};
+pub use process::ProcessMetrics;
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::AtomicU64;
@@ -13,15 +17,13 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{
-    DescriptorEncoder, EncodeLabelSet, EncodeLabelValue, EncodeMetric, LabelValueEncoder,
-    MetricEncoder,
+    DescriptorEncoder, EncodeLabelSet, EncodeLabelValue, LabelValueEncoder,
 };
+use prometheus_client::metrics::MetricType;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
-use prometheus_client::metrics::info::Info;
-use prometheus_client::metrics::{MetricType, TypedMetric};
 use prometheus_client::registry::Registry;
 
 use crate::vocabulary::{Code, Endpoint, Kind, Unrecognized};
@@ -63,14 +65,6 @@ struct FieldLabels {
 struct AccountLabels {
     user_id: String,
     project_id: String,
-}
-
-/// `{version, revision, rustc}` of `reputation_exporter_build_info`.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
-struct BuildLabels {
-    version: &'static str,
-    revision: &'static str,
-    rustc: &'static str,
 }
 
 impl EncodeLabelValue for Endpoint {
@@ -397,38 +391,6 @@ impl Telemetry {
     }
 }
 
-/// The metrics of the exporter process rather than of an account: build information and the
-/// standard `process_*` metrics. With one account they follow its metrics on `/metrics`; with
-/// several, they are all `/metrics` serves.
-#[derive(Debug)]
-pub struct ProcessMetrics {
-    registry: Registry,
-}
-
-impl Default for ProcessMetrics {
-    fn default() -> Self {
-        let mut registry = Registry::default();
-        registry.register(
-            "reputation_exporter_build",
-            "Version, git revision and compiler of the running exporter",
-            Info::new(BuildLabels {
-                version: env!("CARGO_PKG_VERSION"),
-                revision: env!("BUILD_GIT_REVISION"),
-                rustc: env!("BUILD_RUSTC_VERSION"),
-            }),
-        );
-        registry.register_collector(Box::new(process::ProcessCollector));
-        ProcessMetrics { registry }
-    }
-}
-
-impl ProcessMetrics {
-    /// Appends the families in OpenMetrics text, without `# EOF`.
-    pub fn encode(&self, out: &mut String) {
-        let _ = prometheus_client::encoding::text::encode_registry(out, &self.registry);
-    }
-}
-
 /// `reputation_account_info`: an info metric whose labels arrive with the first answer of
 /// `/api/v1/user` and may change with a new token.
 #[derive(Debug, Default)]
@@ -453,74 +415,6 @@ impl Collector for AccountInfo {
             metric.encode_info(&labels)?;
         }
         Ok(())
-    }
-}
-
-/// A gauge without a sample until it is first set (`reputation_system_ok` before the first
-/// system-check answer, for instance), where a 0 would say something false.
-#[derive(Debug)]
-struct Late<V>(Arc<Mutex<Option<V>>>);
-
-impl<V> Default for Late<V> {
-    fn default() -> Self {
-        Late(Arc::new(Mutex::new(None)))
-    }
-}
-
-impl<V> Clone for Late<V> {
-    fn clone(&self) -> Self {
-        Late(self.0.clone())
-    }
-}
-
-impl<V: Copy> Late<V> {
-    fn set(&self, value: V) {
-        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(value);
-    }
-}
-
-/// A 0 or 1 gauge value.
-#[derive(Debug, Clone, Copy)]
-struct Flag(bool);
-
-/// A gauge value in seconds.
-#[derive(Debug, Clone, Copy)]
-struct Seconds(f64);
-
-impl<V> TypedMetric for Late<V> {
-    const TYPE: MetricType = MetricType::Gauge;
-}
-
-impl<V: Copy + std::fmt::Debug + Send + Sync + 'static> EncodeMetric for Late<V>
-where
-    V: LateValue,
-{
-    fn encode(&self, mut encoder: MetricEncoder<'_>) -> Result<(), std::fmt::Error> {
-        match *self.0.lock().unwrap_or_else(|e| e.into_inner()) {
-            Some(value) => value.encode(&mut encoder),
-            None => Ok(()),
-        }
-    }
-
-    fn metric_type(&self) -> MetricType {
-        MetricType::Gauge
-    }
-}
-
-/// How a [`Late`] value is written.
-trait LateValue {
-    fn encode(self, encoder: &mut MetricEncoder<'_>) -> Result<(), std::fmt::Error>;
-}
-
-impl LateValue for Flag {
-    fn encode(self, encoder: &mut MetricEncoder<'_>) -> Result<(), std::fmt::Error> {
-        encoder.encode_gauge(&i64::from(self.0))
-    }
-}
-
-impl LateValue for Seconds {
-    fn encode(self, encoder: &mut MetricEncoder<'_>) -> Result<(), std::fmt::Error> {
-        encoder.encode_gauge(&self.0)
     }
 }
 

@@ -1,11 +1,55 @@
-//! The standard `process_*` metrics, where the platform offers them (Linux `/proc`), read on
-//! each scrape (at most once a second).
+//! The metrics of the process rather than of an account: build information, and the standard
+//! `process_*` metrics where the platform offers them (Linux `/proc`), read on each scrape (at
+//! most once a second).
 
 use prometheus_client::collector::Collector;
+use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric as _};
 use prometheus_client::metrics::MetricType;
 use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::metrics::info::Info;
+use prometheus_client::registry::Registry;
+
+/// `{version, revision, rustc}` of `reputation_exporter_build_info`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct BuildLabels {
+    version: &'static str,
+    revision: &'static str,
+    rustc: &'static str,
+}
+
+/// The metrics of the exporter process rather than of an account: build information and the
+/// standard `process_*` metrics. With one account they follow its metrics on `/metrics`; with
+/// several, they are all `/metrics` serves.
+#[derive(Debug)]
+pub struct ProcessMetrics {
+    registry: Registry,
+}
+
+impl Default for ProcessMetrics {
+    fn default() -> Self {
+        let mut registry = Registry::default();
+        registry.register(
+            "reputation_exporter_build",
+            "Version, git revision and compiler of the running exporter",
+            Info::new(BuildLabels {
+                version: env!("CARGO_PKG_VERSION"),
+                revision: env!("BUILD_GIT_REVISION"),
+                rustc: env!("BUILD_RUSTC_VERSION"),
+            }),
+        );
+        registry.register_collector(Box::new(ProcessCollector));
+        ProcessMetrics { registry }
+    }
+}
+
+impl ProcessMetrics {
+    /// Appends the families in OpenMetrics text, without `# EOF`.
+    pub fn encode(&self, out: &mut String) {
+        let _ = prometheus_client::encoding::text::encode_registry(out, &self.registry);
+    }
+}
 
 /// Writes the process metrics of the running exporter.
 #[derive(Debug)]

@@ -9,22 +9,9 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 exporter_bin=${1:-target/debug/reputation-exporter}
-work=$(mktemp -d)
-pids=()
-cleanup() {
-    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    rm -rf "$work"
-}
-trap cleanup EXIT
-fail() {
-    echo "accounts: FAILED: $*" >&2
-    tail -n 20 "$work/exporter.log" "$work/prometheus.log" >&2 2>/dev/null || true
-    exit 1
-}
-free_port() {
-    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
+e2e_name=accounts
+# shellcheck source=tests/e2e/lib.sh
+. tests/e2e/lib.sh
 
 cargo build --quiet --example simulated_api
 for account in eu us; do

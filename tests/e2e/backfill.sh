@@ -9,19 +9,9 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 exporter_bin=${1:-target/debug/reputation-exporter}
-work=$(mktemp -d)
-pids=()
-cleanup() {
-    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    rm -rf "$work"
-}
-trap cleanup EXIT
-fail() {
-    echo "backfill: FAILED: $*" >&2
-    tail -n 20 "$work/backfill.log" "$work/prometheus.log" >&2 2>/dev/null || true
-    exit 1
-}
+e2e_name=backfill
+# shellcheck source=tests/e2e/lib.sh
+. tests/e2e/lib.sh
 
 "$exporter_bin" backfill --demo --output "$work/history.om" --since 60d \
     --label job=reputation --label instance=reputation-exporter:9525 2>"$work/backfill.log" ||
@@ -36,7 +26,7 @@ value=$(awk '{print $2}' <<<"$line")
 at=$(awk '{print $3}' <<<"$line")
 [ -n "$at" ] || fail "no sample for 192.0.2.1"
 
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+port=$(free_port)
 printf 'global:\n  scrape_interval: 1m\n' >"$work/prometheus.yml"
 prometheus --config.file="$work/prometheus.yml" --storage.tsdb.path="$work/data" \
     --storage.tsdb.retention.time=10y --web.listen-address="127.0.0.1:$port" \

@@ -9,30 +9,18 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 exporter_bin=${1:-target/debug/reputation-exporter}
-work=$(mktemp -d)
-pids=()
-cleanup() {
-    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    rm -rf "$work"
-}
-trap cleanup EXIT
+e2e_name=landing
+# shellcheck source=tests/e2e/lib.sh
+. tests/e2e/lib.sh
 
-fail() {
-    echo "landing: FAILED: $*" >&2
-    echo "--- exporter log" >&2; tail -n 20 "$work/exporter.log" >&2 || true
-    echo "--- rendered page" >&2; head -c 4000 "$work/dom.html" >&2 || true
-    exit 1
-}
-
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+port=$(free_port)
 "$exporter_bin" --demo --web.listen-address "127.0.0.1:$port" >"$work/exporter.log" 2>&1 &
 pids+=($!)
 url="http://127.0.0.1:$port"
 
 # Ready, and the first asset reports in (the demo turns them on).
 deadline=$((SECONDS + 60))
-until curl -sf "$url/metrics" | grep -q '^reputation_blacklist_listed{.*} 1$'; do
+until curl -sf "$url/metrics" | grep '^reputation_blacklist_listed{.*} 1$' >/dev/null; do
     [ "$SECONDS" -lt "$deadline" ] || fail "no blacklist listing within 60 s"
     sleep 1
 done
