@@ -75,9 +75,9 @@ async fn run(mut config: Config, once: bool, target: Option<&str>) -> anyhow::Re
         if ok {
             return Ok(ExitCode::SUCCESS);
         }
-        eprintln!(
-            "reputation-exporter --once: not every endpoint answered: {}",
-            app.failures(target).join(", ")
+        tracing::error!(
+            failed = %app.failures(target).join(", "),
+            "--once: not every endpoint answered"
         );
         return Ok(ExitCode::FAILURE);
     }

@@ -241,7 +241,7 @@ fn once_against_a_refused_port_exits_1_within_a_bound_and_says_why() {
     std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
     let last = stderr.lines().last().unwrap_or_default();
     assert!(
-        last.starts_with("reputation-exporter --once: not every endpoint answered: ")
+        last.contains(r#"level=error msg="--once: not every endpoint answered" failed=""#)
             && last.contains("ip-list: connection refused")
             && last.contains("domain-list: connection refused"),
         "{last}"
@@ -308,4 +308,75 @@ fn version_names_the_version_revision_and_compiler_and_help_ends_on_the_environm
             && last.contains("config/reputation-exporter.toml"),
         "{last}"
     );
+}
+
+/// The stderr of `--once` against a refused port, in `format`.
+fn once_logs(format: &str) -> String {
+    let output = exporter()
+        .args(["--once", "--log.format", format, "--log.level", "debug"])
+        .env("REPUTATION_EXPORTER_API__BASE_URL", REFUSED)
+        .env("REPUTATION_EXPORTER_API__TOKEN", "x")
+        .env("REPUTATION_EXPORTER_BACKOFF__MAX_ELAPSED", "1s")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    String::from_utf8(output.stderr).unwrap()
+}
+
+#[test]
+fn every_log_line_parses_as_logfmt_with_level_and_msg_or_as_json() {
+    let logfmt = once_logs("logfmt");
+    assert!(logfmt.lines().count() >= 5, "{logfmt}");
+    for line in logfmt.lines() {
+        let pairs = logfmt_pairs(line).unwrap_or_else(|| panic!("not logfmt: {line}"));
+        let keys: Vec<&str> = pairs.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(keys[..3], ["ts", "level", "msg"], "{line}");
+        assert!(
+            ["error", "warn", "info", "debug", "trace"].contains(&pairs[1].1.as_str()),
+            "{line}"
+        );
+    }
+    let json = once_logs("json");
+    for line in json.lines() {
+        let value: serde_json::Value =
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
+        assert!(
+            value["level"].is_string() && value["message"].is_string(),
+            "{line}"
+        );
+    }
+}
+
+/// The `key=value` pairs of a logfmt line (values bare, or quoted with `\` escapes), or
+/// `None` when the line is not logfmt.
+fn logfmt_pairs(line: &str) -> Option<Vec<(String, String)>> {
+    let mut pairs = Vec::new();
+    let mut chars = line.chars().peekable();
+    while chars.peek().is_some() {
+        let key: String = chars.by_ref().take_while(|c| *c != '=').collect();
+        if key.is_empty() || key.contains(' ') {
+            return None;
+        }
+        let mut value = String::new();
+        if chars.peek() == Some(&'"') {
+            chars.next();
+            loop {
+                match chars.next()? {
+                    '\\' => value.push(chars.next()?),
+                    '"' => break,
+                    c => value.push(c),
+                }
+            }
+            if !matches!(chars.next(), None | Some(' ')) {
+                return None;
+            }
+        } else {
+            value = chars.by_ref().take_while(|c| *c != ' ').collect();
+            if value.contains('"') {
+                return None;
+            }
+        }
+        pairs.push((key, value));
+    }
+    Some(pairs)
 }
