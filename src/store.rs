@@ -203,6 +203,11 @@ impl Store {
             parts.ready,
         );
         let snapshot = Arc::new(snapshot);
+        tracing::debug!(
+            assets = snapshot.total(),
+            reports = parts.reports.len(),
+            "snapshot published"
+        );
         self.snapshots.send_replace(snapshot.clone());
         // Compress the OpenMetrics body (what Prometheus asks for) ahead of the first scrape.
         if tokio::runtime::Handle::try_current().is_ok() {

@@ -435,7 +435,7 @@ async fn token_stays_secret(log_format: LogFormat) {
     let app = spawn_app_with(Options {
         upstream,
         token: TOKEN,
-        log_format,
+        log_format: Some(log_format),
         ..options("200ms", |_| {})
     })
     .await;

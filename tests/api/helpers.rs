@@ -45,8 +45,9 @@ pub struct Options {
     pub token: &'static str,
     /// Most connections the exporter serves at once.
     pub max_connections: usize,
-    /// The format its log lines are written in, as `--log.format` chooses it.
-    pub log_format: LogFormat,
+    /// The format its log lines are written in, as `--log.format` chooses it; `None` for
+    /// tracing's own text format with the name of the thread that wrote each line.
+    pub log_format: Option<LogFormat>,
 }
 
 impl Default for Options {
@@ -59,7 +60,7 @@ impl Default for Options {
             configure: Box::new(|_| {}),
             token: DEMO_TOKEN,
             max_connections: server::max_connections(),
-            log_format: LogFormat::Logfmt,
+            log_format: Some(LogFormat::Logfmt),
         }
     }
 }
@@ -138,9 +139,18 @@ pub async fn spawn_app_with(options: Options) -> TestApp {
 
     let log = Arc::new(Mutex::new(Vec::new()));
     let sink = log.clone();
-    let subscriber = logging::subscriber(tracing::Level::TRACE, options.log_format, move || {
-        Sink(sink.clone())
-    });
+    let writer = move || Sink(sink.clone());
+    let subscriber = match options.log_format {
+        Some(format) => logging::subscriber(tracing::Level::TRACE, format, writer),
+        None => Box::new(
+            tracing_subscriber::fmt()
+                .with_max_level(tracing::Level::TRACE)
+                .with_ansi(false)
+                .with_thread_names(true)
+                .with_writer(writer)
+                .finish(),
+        ),
+    };
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
     let (shutdown, stopped) = oneshot::channel::<()>();

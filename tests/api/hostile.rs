@@ -259,3 +259,50 @@ async fn metrics_vary_on_accept_and_accept_encoding() {
         .await;
     assert_eq!(response.headers()["vary"], "Accept, Accept-Encoding");
 }
+
+#[tokio::test]
+async fn every_snapshot_rebuild_runs_off_the_async_worker() {
+    // This test's runtime has one worker, the test's own thread; blocking work runs on the
+    // runtime's other threads. Lists, report rounds, removed reports and expiry each rebuild.
+    let upstream = SimulatedApi::new(3, 2);
+    let app = spawn_app_with(Options {
+        upstream,
+        max_age: "1s",
+        log_format: None,
+        configure: Box::new(|s| {
+            s.asset_reports.enabled = true;
+            s.asset_reports.interval = crate::helpers::duration("200ms");
+        }),
+        ..Options::default()
+    })
+    .await;
+    app.metrics_when("the reports", |b| b.contains("reputation_asset_tag_info{"))
+        .await;
+    app.upstream.remove_asset("192.0.2.1");
+    for path in ["/api/v1/ip-list", "/api/v1/domain-list"] {
+        app.upstream.set_outage(path, Some(503));
+    }
+    app.metrics_when("the assets to expire", |b| {
+        !b.contains("reputation_asset_info{")
+    })
+    .await;
+    let logs = app.logs();
+    let rebuilds: Vec<&str> = logs
+        .lines()
+        .filter(|l| l.contains("snapshot published"))
+        .collect();
+    assert!(rebuilds.len() >= 4, "{logs}");
+    let worker = std::thread::current().name().unwrap_or_default().to_owned();
+    let listening = logs.lines().find(|l| l.contains("listening")).unwrap();
+    assert!(listening.contains(&worker), "async work is seen on the worker: {listening}");
+    for line in rebuilds {
+        assert!(
+            !line.contains(&worker),
+            "rebuilt on the async worker: {line}"
+        );
+        assert!(
+            line.contains(" tokio-"),
+            "a thread of the runtime's blocking pool: {line}"
+        );
+    }
+}
