@@ -294,7 +294,10 @@ async fn every_snapshot_rebuild_runs_off_the_async_worker() {
     assert!(rebuilds.len() >= 4, "{logs}");
     let worker = std::thread::current().name().unwrap_or_default().to_owned();
     let listening = logs.lines().find(|l| l.contains("listening")).unwrap();
-    assert!(listening.contains(&worker), "async work is seen on the worker: {listening}");
+    assert!(
+        listening.contains(&worker),
+        "async work is seen on the worker: {listening}"
+    );
     for line in rebuilds {
         assert!(
             !line.contains(&worker),

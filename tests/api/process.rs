@@ -65,18 +65,27 @@ fn sigterm_ends_the_exporter_with_status_0() {
         .status()
         .unwrap();
     assert!(killed.success());
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let status = loop {
+    let status = exit_within(&mut child, Duration::from_secs(10), "after SIGTERM");
+    assert_eq!(status.code(), Some(0));
+}
+
+/// Waits for `child` to exit; kills it and fails after `limit`.
+fn exit_within(
+    child: &mut std::process::Child,
+    limit: Duration,
+    what: &str,
+) -> std::process::ExitStatus {
+    let deadline = Instant::now() + limit;
+    loop {
         if let Some(status) = child.try_wait().unwrap() {
-            break status;
+            return status;
         }
         if Instant::now() > deadline {
             let _ = child.kill();
-            panic!("the exporter did not stop within 10 s of SIGTERM");
+            panic!("the exporter was still running {limit:?} {what}");
         }
         std::thread::sleep(Duration::from_millis(20));
-    };
-    assert_eq!(status.code(), Some(0));
+    }
 }
 
 #[test]
@@ -225,17 +234,7 @@ fn once_against_a_refused_port_exits_1_within_a_bound_and_says_why() {
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(45);
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("--once still running after 45 s");
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let status = exit_within(&mut child, Duration::from_secs(45), "after --once started");
     assert_eq!(status.code(), Some(1));
     let mut stderr = String::new();
     std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
