@@ -250,6 +250,18 @@ fn flag(key: &str) -> Option<&'static str> {
     }
 }
 
+/// Takes the value at `path` out of `dict`; whether there was one.
+pub(super) fn remove(dict: &mut Dict, path: &[String]) -> bool {
+    match path {
+        [] => false,
+        [last] => dict.remove(last).is_some(),
+        [first, rest @ ..] => match dict.get_mut(first) {
+            Some(Value::Dict(_, inner)) => remove(inner, rest),
+            _ => false,
+        },
+    }
+}
+
 /// The default profile's data of a provider, the only profile the exporter uses.
 pub(super) fn top_level(data: figment::value::Map<Profile, Dict>) -> Dict {
     data.into_iter()

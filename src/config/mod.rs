@@ -457,12 +457,31 @@ fn section<T: serde::de::DeserializeOwned>(
     name: &str,
     problems: &mut Vec<String>,
 ) {
-    if let Err(error) = figment.focus(name).extract::<T>() {
-        let errors = error.into_iter().map(|mut e| {
+    // Deserialization stops at the first wrong value; each one found is taken out and the
+    // section read again, so that every wrong value is reported at once.
+    let mut values = figment.focus(name);
+    for _ in 0..64 {
+        let Err(error) = values.extract::<T>() else {
+            return;
+        };
+        let Ok(mut dict) = values.data().map(check::top_level) else {
+            return;
+        };
+        let mut taken_out = false;
+        for mut e in error {
+            let key = format!("{name}.{}", e.path.join("."));
+            // Where the value came from is known to the whole figment, not to this copy.
+            e.metadata = figment.find_metadata(&key).cloned().or(e.metadata);
+            if !matches!(e.kind, figment::error::Kind::UnknownField(..)) {
+                taken_out |= check::remove(&mut dict, &e.path);
+            }
             e.path.insert(0, name.to_owned());
-            e
-        });
-        problems.extend(errors.flat_map(check::describe));
+            problems.extend(check::describe([e]));
+        }
+        if !taken_out {
+            return;
+        }
+        values = Figment::from(Serialized::defaults(dict));
     }
 }
 

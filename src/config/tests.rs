@@ -215,13 +215,23 @@ fn a_typo_in_the_environment_names_the_variable_and_the_closest_one() {
 
 #[test]
 fn every_problem_is_reported_not_only_the_first() {
-    let file = TomlFile::new("many", "[poll]\ninterval = \"soon\"\n[api]\ntimout = 3\n");
+    let file = TomlFile::new(
+        "many",
+        "[poll]\ninterval = \"soon\"\n[api]\ntimout = 3\n[backoff]\nmax_delay = \"x\"\n",
+    );
     let mut vars = REMOTE.to_vec();
     vars.push(("REPUTATION_EXPORTER_WEB__LISTEN_ADDRESS", "nowhere"));
     vars.push(("REPUTATION_EXPORTER_LOG__LEVL", "debug"));
+    vars.push(("REPUTATION_EXPORTER_BACKOFF__INITIAL_DELAY", "later"));
     let message = load(&file.cli(), &vars).unwrap_err().to_string();
     let problems: Vec<&str> = message.lines().skip(1).collect();
-    assert_eq!(problems.len(), 4, "{message}");
+    assert_eq!(problems.len(), 6, "{message}");
+    // Two wrong values in one section, from two layers, each named where it was written.
+    assert!(message.contains("REPUTATION_EXPORTER_BACKOFF__INITIAL_DELAY: `later` is not"));
+    assert!(
+        message.contains("`backoff.max_delay`: `x` is not a duration"),
+        "{message}"
+    );
     assert!(message.contains("unknown key `api.timout`"), "{message}");
     assert!(message.contains("REPUTATION_EXPORTER_LOG__LEVL: unknown key `log.levl`"));
     assert!(message.contains("`poll.interval`: `soon` is not a duration"));
