@@ -53,32 +53,35 @@ impl History {
             parsed.map(|seconds| seconds as i64)
         };
         let mut skipped = 0;
-        for entry in &report.senderscore_history {
-            let Some(time) = at(entry.date.as_deref(), &mut skipped) else {
-                continue;
-            };
-            match number(&entry.value) {
-                Some(score) if score >= 0.0 => {
-                    if window.contains(time) {
-                        history.senderscore.push((time, score));
+        // Values as the API sends them: numbers, or numbers written as text; negative ones
+        // (a score of -1) mean none.
+        let values = |entries: Vec<(Option<&str>, &Loose)>, skipped: &mut u64| {
+            let mut samples = Vec::with_capacity(entries.len());
+            for (date, value) in entries {
+                let Some(time) = at(date, skipped) else {
+                    continue;
+                };
+                match number(value) {
+                    Some(v) if v >= 0.0 => {
+                        if window.contains(time) {
+                            samples.push((time, v));
+                        }
                     }
+                    _ => *skipped += 1,
                 }
-                _ => skipped += 1,
             }
-        }
-        for entry in &report.blacklisted_history {
-            let Some(time) = at(entry.date.as_deref(), &mut skipped) else {
-                continue;
-            };
-            match number(&entry.value) {
-                Some(count) if count >= 0.0 => {
-                    if window.contains(time) {
-                        history.blacklistings.push((time, count));
-                    }
-                }
-                _ => skipped += 1,
-            }
-        }
+            samples
+        };
+        let scores = report.senderscore_history.iter();
+        history.senderscore = values(
+            scores.map(|e| (e.date.as_deref(), &e.value)).collect(),
+            &mut skipped,
+        );
+        let counts = report.blacklisted_history.iter();
+        history.blacklistings = values(
+            counts.map(|e| (e.date.as_deref(), &e.value)).collect(),
+            &mut skipped,
+        );
         for event in &report.blacklist_history {
             let Some(time) = at(Some(&event.date), &mut skipped) else {
                 continue;
