@@ -145,20 +145,30 @@ pub fn label_values(
     out: &mut Vec<Unrecognized>,
 ) -> Vec<String> {
     let total = values.len();
-    let mut seen: HashSet<String> = HashSet::with_capacity(total.min(4 * max + 16));
-    let mut kept = Vec::with_capacity(total.min(max));
-    let mut dropped = 0u64;
-    for value in values {
-        if value.is_empty() || seen.contains(&value) {
-            continue;
-        }
-        if value.len() > MAX_LABEL_BYTES || kept.len() >= max {
-            dropped += 1;
-        } else {
-            kept.push(value.clone());
-        }
-        seen.insert(value);
+    if total == 0 {
+        return values;
     }
+    // Decided on the borrowed values, then the kept ones are moved out: no string is copied.
+    let mut dropped = 0u64;
+    let keep: Vec<bool> = {
+        let mut seen: HashSet<&str> = HashSet::with_capacity(total);
+        let mut kept = 0;
+        values
+            .iter()
+            .map(|value| {
+                let first = !value.is_empty() && seen.insert(value.as_str());
+                let fits = first && value.len() <= MAX_LABEL_BYTES && kept < max;
+                kept += usize::from(fits);
+                dropped += u64::from(first && !fits);
+                fits
+            })
+            .collect()
+    };
+    let kept = values
+        .into_iter()
+        .zip(keep)
+        .filter_map(|(value, keep)| keep.then_some(value))
+        .collect();
     if dropped > 0 {
         let short: String = asset.chars().take(64).collect();
         out.push(Unrecognized {

@@ -72,15 +72,23 @@ fn accepts_gzip(accept_encoding: Option<&str>) -> bool {
     })
 }
 
+/// The format an `Accept` header prefers, and whether `Accept-Encoding` allows gzip.
+fn negotiate(headers: &HeaderMap) -> (Format, bool) {
+    let value = |name| {
+        headers
+            .get(name)
+            .and_then(|v: &header::HeaderValue| v.to_str().ok())
+    };
+    (
+        Format::negotiate(value(header::ACCEPT)),
+        accepts_gzip(value(header::ACCEPT_ENCODING)),
+    )
+}
+
 /// `/metrics`: with one account, its metrics and the process metrics; with several, the
 /// process metrics only (each account is on `/probe?target=NAME`).
 pub(super) async fn metrics(State(state): State<AppState>, headers: HeaderMap) -> Response {
-    let format = Format::negotiate(headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()));
-    let gzip = accepts_gzip(
-        headers
-            .get(header::ACCEPT_ENCODING)
-            .and_then(|v| v.to_str().ok()),
-    );
+    let (format, gzip) = negotiate(&headers);
     match state.single() {
         Some(one) => {
             let snapshot = one.snapshots.borrow().clone();
@@ -133,12 +141,7 @@ pub(super) async fn probe(
         let shown: String = target.chars().take(64).collect();
         return bad_request(format!("unknown target `{shown}`: one of {}", names()));
     };
-    let format = Format::negotiate(headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()));
-    let gzip = accepts_gzip(
-        headers
-            .get(header::ACCEPT_ENCODING)
-            .and_then(|v| v.to_str().ok()),
-    );
+    let (format, gzip) = negotiate(&headers);
     let snapshot = account.snapshots.borrow().clone();
     let live = live(Some((&account.telemetry, &snapshot)), None, format);
     respond(Some(snapshot), live, format, gzip).await

@@ -181,14 +181,21 @@ fn the_demo_fills_the_blacklist_panels_unless_asset_reports_are_turned_off() {
 /// A refused port on loopback: nothing listens on the discard port here.
 const REFUSED: &str = "http://127.0.0.1:9";
 
-#[test]
-fn a_start_against_a_refused_port_warns_about_each_list_endpoint_within_seconds() {
-    let mut child = exporter()
-        .args(["--web.listen-address", "127.0.0.1:0"])
+/// The exporter pointed at [`REFUSED`], stderr piped.
+fn against_refused_port(args: &[&str]) -> Command {
+    let mut command = exporter();
+    command
+        .args(args)
         .env("REPUTATION_EXPORTER_API__BASE_URL", REFUSED)
         .env("REPUTATION_EXPORTER_API__TOKEN", "x")
         .stderr(Stdio::piped())
-        .stdout(Stdio::null())
+        .stdout(Stdio::null());
+    command
+}
+
+#[test]
+fn a_start_against_a_refused_port_warns_about_each_list_endpoint_within_seconds() {
+    let mut child = against_refused_port(&["--web.listen-address", "127.0.0.1:0"])
         .spawn()
         .unwrap();
     let started = Instant::now();
@@ -226,14 +233,7 @@ fn a_start_against_a_refused_port_warns_about_each_list_endpoint_within_seconds(
 
 #[test]
 fn once_against_a_refused_port_exits_1_within_a_bound_and_says_why() {
-    let mut child = exporter()
-        .args(["--once"])
-        .env("REPUTATION_EXPORTER_API__BASE_URL", REFUSED)
-        .env("REPUTATION_EXPORTER_API__TOKEN", "x")
-        .stderr(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = against_refused_port(&["--once"]).spawn().unwrap();
     let status = exit_within(&mut child, Duration::from_secs(45), "after --once started");
     assert_eq!(status.code(), Some(1));
     let mut stderr = String::new();
@@ -311,10 +311,7 @@ fn version_names_the_version_revision_and_compiler_and_help_ends_on_the_environm
 
 /// The stderr of `--once` against a refused port, in `format`.
 fn once_logs(format: &str) -> String {
-    let output = exporter()
-        .args(["--once", "--log.format", format, "--log.level", "debug"])
-        .env("REPUTATION_EXPORTER_API__BASE_URL", REFUSED)
-        .env("REPUTATION_EXPORTER_API__TOKEN", "x")
+    let output = against_refused_port(&["--once", "--log.format", format, "--log.level", "debug"])
         .env("REPUTATION_EXPORTER_BACKOFF__MAX_ELAPSED", "1s")
         .output()
         .unwrap();
