@@ -1,6 +1,7 @@
 //! An asset report's histories as timestamped samples: `senderscore_history` as
 //! `reputation_senderscore`, `blacklisted_history` as `reputation_blacklistings`, and each
-//! blacklist's events as `reputation_blacklist_listed` (1 at a `Listed` event, 0 at any other).
+//! blacklist's events as `reputation_blacklist_listed` (1 at a `Listed` event and daily while it
+//! holds, 0 at any other event).
 
 use std::collections::BTreeMap;
 
@@ -82,16 +83,17 @@ impl History {
             counts.map(|e| (e.date.as_deref(), &e.value)).collect(),
             &mut skipped,
         );
+        // Every event, older ones too: a listing made before the window still holds in it.
+        let mut events: BTreeMap<String, Vec<Sample>> = BTreeMap::new();
         for event in &report.blacklist_history {
             let Some(time) = at(Some(&event.date), &mut skipped) else {
                 continue;
             };
-            if event.blacklist.is_empty() || !window.contains(time) {
+            if event.blacklist.is_empty() {
                 continue;
             }
             let listed = event.status.trim().eq_ignore_ascii_case("listed");
-            history
-                .listed
+            events
                 .entry(event.blacklist.clone())
                 .or_default()
                 .push((time, f64::from(u8::from(listed))));
@@ -99,7 +101,14 @@ impl History {
         history.skipped = skipped;
         in_order(&mut history.senderscore);
         in_order(&mut history.blacklistings);
-        history.listed.values_mut().for_each(in_order);
+        history.listed = events
+            .into_iter()
+            .map(|(blacklist, mut events)| {
+                in_order(&mut events);
+                (blacklist, listing_steps(&events, window))
+            })
+            .filter(|(_, samples)| !samples.is_empty())
+            .collect();
         history
     }
 
@@ -126,6 +135,38 @@ impl History {
         })
     }
 }
+
+/// One blacklist's events (in increasing time) as samples within `window`: each event, and
+/// while listed a 1 every [`LISTED_REPEAT`] seconds until the next event or the window's end,
+/// so that a listing reads as one continuous line under a one-day lookback
+/// (`last_over_time(...[26h])`), however long ago it began.
+fn listing_steps(events: &[Sample], window: Window) -> Vec<Sample> {
+    let mut samples = Vec::new();
+    for (i, &(at, value)) in events.iter().enumerate() {
+        if value == 0.0 {
+            if window.contains(at) {
+                samples.push((at, value));
+            }
+            continue;
+        }
+        let until = events
+            .get(i + 1)
+            .map_or(window.to.saturating_add(1), |e| e.0);
+        // The first repetition inside the window, without walking up to it.
+        let skip = window.from.map_or(0, |from| {
+            ((from - at).max(0) + LISTED_REPEAT - 1) / LISTED_REPEAT
+        });
+        let mut time = at + skip * LISTED_REPEAT;
+        while time < until && time <= window.to {
+            samples.push((time, value));
+            time += LISTED_REPEAT;
+        }
+    }
+    samples
+}
+
+/// How often a listing's 1 is repeated between events: daily, as the other histories.
+pub const LISTED_REPEAT: i64 = 86_400;
 
 /// A number, or a number written as text (`"82"`).
 fn number(value: &Loose) -> Option<f64> {
@@ -227,5 +268,63 @@ mod tests {
             .collect();
         assert_eq!(times, [2, 3, 4, 5]);
         assert_eq!(history.senderscore[0].1, 72.0);
+    }
+
+    #[test]
+    fn a_listing_repeats_daily_until_its_delisting_and_an_open_one_until_the_window_ends() {
+        let report = report(json!({
+            "blacklist_history": [
+                {"date": "1st Nov 2026 12:00am", "status": "Listed", "blacklist": "SBL"},
+                {"date": "3rd Nov 2026 06:00am", "status": "Delisted", "blacklist": "SBL"},
+                {"date": "5th Nov 2026 12:00am", "status": "Listed", "blacklist": "SBL"},
+                {"date": "1st Nov 2026 12:00am", "status": "Delisted", "blacklist": "BRBL"}
+            ]
+        }));
+        let window = Window {
+            from: None,
+            to: NOV_1 + 6 * 86_400 + 3600,
+        };
+        let history = History::of(&report, &TimeZone::UTC, window);
+        let day = |d: i64| NOV_1 + d * 86_400;
+        assert_eq!(
+            history.listed["SBL"],
+            [
+                (day(0), 1.0),
+                (day(1), 1.0),
+                (day(2), 1.0),
+                (day(2) + 6 * 3600, 0.0),
+                (day(4), 1.0),
+                (day(5), 1.0),
+                (day(6), 1.0)
+            ]
+        );
+        assert_eq!(
+            history.listed["BRBL"],
+            [(day(0), 0.0)],
+            "a 0 is written once"
+        );
+    }
+
+    #[test]
+    fn a_listing_older_than_the_window_holds_from_the_windows_start() {
+        let report = report(json!({
+            "blacklist_history": [
+                {"date": "1st Nov 2026 12:00am", "status": "Listed", "blacklist": "SBL"},
+                {"date": "1st Oct 2026 12:00am", "status": "Delisted", "blacklist": "CBL"}
+            ]
+        }));
+        let window = Window {
+            from: Some(NOV_1 + 10 * 86_400 + 1),
+            to: NOV_1 + 12 * 86_400,
+        };
+        let history = History::of(&report, &TimeZone::UTC, window);
+        assert_eq!(
+            history.listed["SBL"],
+            [(NOV_1 + 11 * 86_400, 1.0), (NOV_1 + 12 * 86_400, 1.0)]
+        );
+        assert!(
+            !history.listed.contains_key("CBL"),
+            "nothing of it in the window"
+        );
     }
 }

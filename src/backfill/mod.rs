@@ -38,6 +38,8 @@ pub struct Options {
     pub window: Window,
     /// Constant labels on every series (`--label`).
     pub labels: Vec<(String, String)>,
+    /// When the backfill started, Unix seconds: the ages of the samples count from it.
+    pub now: i64,
 }
 
 impl Options {
@@ -66,6 +68,7 @@ impl Options {
                 to: now - i64::try_from(recent.as_secs()).unwrap_or(i64::MAX),
             },
             labels,
+            now,
         })
     }
 }
@@ -124,7 +127,12 @@ pub struct Summary {
     pub samples: Written,
     /// Values that could not be used.
     pub values_skipped: u64,
+    /// Age of the oldest sample in whole days, rounded up: the retention Prometheus needs.
+    pub days_back: Option<i64>,
 }
+
+/// Prometheus' retention when `--storage.tsdb.retention.time` is not given.
+const DEFAULT_RETENTION_DAYS: i64 = 15;
 
 impl Summary {
     /// Whether every selected asset was written.
@@ -143,13 +151,26 @@ impl Summary {
             "assets written: {}\nassets skipped: {skipped} (404: {}, 401/403: {}, gave up after \
              retries: {})\nsamples: reputation_senderscore {scores}, reputation_blacklistings \
              {counts}, reputation_blacklist_listed {listed}\ntime range: {range}\nvalues \
-             skipped: {} (-1 or unparsable scores, unreadable dates)",
+             skipped: {} (-1 or unparsable scores, unreadable dates){}",
             self.written,
             self.not_found.len(),
             self.refused.len(),
             self.failed.len(),
-            self.values_skipped
+            self.values_skipped,
+            self.retention_hint()
         )
+    }
+
+    /// A closing line when the history reaches back further than Prometheus keeps by default.
+    fn retention_hint(&self) -> String {
+        match self.days_back {
+            Some(days) if days > DEFAULT_RETENTION_DAYS => format!(
+                "\nretention: the history reaches back {days} days and Prometheus keeps \
+                 {DEFAULT_RETENTION_DAYS} by default; start it with \
+                 --storage.tsdb.retention.time={days}d or more, or it deletes the older blocks"
+            ),
+            _ => String::new(),
+        }
     }
 }
 
@@ -235,6 +256,10 @@ pub async fn run(
     }
     drop(progress);
     summary.samples = output.finish().map_err(io_error)?;
+    summary.days_back = summary
+        .samples
+        .span
+        .map(|(oldest, _)| (options.now - oldest + 86_399).max(0) / 86_400);
     Ok(summary)
 }
 
@@ -296,6 +321,25 @@ async fn report(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_summary_names_the_retention_a_history_older_than_15_days_needs() {
+        let summary = |days_back| Summary {
+            days_back,
+            ..Summary::default()
+        };
+        assert!(
+            summary(Some(91)).describe().ends_with(
+                "\nretention: the history reaches back 91 days and Prometheus keeps 15 by \
+                 default; start it with --storage.tsdb.retention.time=91d or more, or it \
+                 deletes the older blocks"
+            ),
+            "{}",
+            summary(Some(91)).describe()
+        );
+        assert!(!summary(Some(15)).describe().contains("retention"));
+        assert!(!summary(None).describe().contains("retention"));
+    }
 
     #[test]
     fn since_takes_a_duration_or_a_date() {
