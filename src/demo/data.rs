@@ -14,13 +14,23 @@ pub(super) fn report_item(name: &str, seed: u64, tick: u64, now: i64) -> Value {
     let since_window = (tick * DEMO_TICK.as_secs()) as i64 - window_start;
     let listed_now = listings(seed, tick);
     let listed_before = listings(seed, (tick / 6).saturating_sub(1) * 6);
+    let episode = Episode::of(seed);
+    // Seconds before now of the history entry `day` days back (an hour before now for today).
+    let entry_age = |day: u64| 3600 + day as i64 * 86_400;
+    let in_episode = |day: u64| episode.is_some_and(|e| e.covers(entry_age(day)));
     let mut events = Vec::new();
     for (b, blacklist) in BLACKLISTS.iter().enumerate() {
         let b = b as i64;
         // An old delisting first, then what happened at the start of the current window:
         // newest-first order is not promised, so the old event comes first on purpose.
         events
-            .push(json!({"date": date(30 * 86_400), "status": "Delisted", "blacklist": blacklist}));
+            .push(json!({"date": date(95 * 86_400), "status": "Delisted", "blacklist": blacklist}));
+        if let Some(episode) = episode.filter(|e| e.blacklist == b as usize) {
+            events.push(
+                json!({"date": date(episode.listed), "status": "Listed", "blacklist": blacklist}),
+            );
+            events.push(json!({"date": date(episode.delisted), "status": "Delisted", "blacklist": blacklist}));
+        }
         let (now_listed, was_listed) = (b < listed_now, b < listed_before);
         if now_listed != was_listed || now_listed {
             let status = if now_listed { "Listed" } else { "Delisted" };
@@ -37,20 +47,24 @@ pub(super) fn report_item(name: &str, seed: u64, tick: u64, now: i64) -> Value {
         "senderscore": score(seed, tick),
         "senderscore_prev": score(seed, tick.saturating_sub(3)),
         "senderscore_change": {"last_check": score(seed, tick) - score(seed, tick.saturating_sub(3))},
-        // A month of daily scores, newest first, for `backfill` to have history to write.
-        "senderscore_history": (0..31_u64)
+        // Three months of daily scores, newest first, for `backfill` to have history to
+        // write; a listing episode costs the score a dip while it lasts.
+        "senderscore_history": (0..HISTORY_DAYS)
             .map(|day| {
-                let value = score(seed, tick.saturating_sub(3 * day) + day * 7);
-                json!({"value": value.to_string(), "date": date(3600 + day as i64 * 86_400)})
+                let mut value = score(seed, tick.saturating_sub(3 * day) + day * 7);
+                if value >= 0 && in_episode(day) {
+                    value = (value - EPISODE_DIP).max(0);
+                }
+                json!({"value": value.to_string(), "date": date(entry_age(day))})
             })
             .collect::<Vec<_>>(),
         "blacklisted": listed_now,
         "blacklisted_prev": listed_before,
         "blacklisted_change": {"last_check": listed_now - listed_before},
-        "blacklisted_history": (0..31_u64)
+        "blacklisted_history": (0..HISTORY_DAYS)
             .map(|day| {
-                let value = if day == 0 { listed_now } else { listings(seed, tick + day * 13) };
-                json!({"value": value, "date": date(3600 + day as i64 * 86_400)})
+                let value = if day == 0 { listed_now } else { i64::from(in_episode(day)) };
+                json!({"value": value, "date": date(entry_age(day))})
             })
             .collect::<Vec<_>>(),
         "blacklist_history": events,
@@ -62,6 +76,46 @@ pub(super) fn report_item(name: &str, seed: u64, tick: u64, now: i64) -> Value {
         "hostname_history": [],
         "administrative_notes": [],
     })
+}
+
+/// Days of history in a report: enough for `backfill --since 90d`.
+const HISTORY_DAYS: u64 = 91;
+
+/// How much a listing episode lowers the Sender Score while it lasts.
+const EPISODE_DIP: i64 = 18;
+
+/// A past listing of one asset on one blacklist, older than `backfill`'s `--skip-recent`, so
+/// that the history shows a listing, the score dip it causes and the delisting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Episode {
+    /// Index of the blacklist in the report's list of blacklists.
+    blacklist: usize,
+    /// Seconds before now of the `Listed` event.
+    listed: i64,
+    /// Seconds before now of the `Delisted` event.
+    delisted: i64,
+}
+
+impl Episode {
+    /// The episode of asset `seed`: one asset in three has one, between 10 and 30 days ago,
+    /// lasting 4 to 6 days; 192.0.2.1 (seed 0) is listed on the first blacklist from 20 days
+    /// and 5 hours ago for 4 days and 2 hours.
+    fn of(seed: u64) -> Option<Episode> {
+        if !seed.is_multiple_of(3) {
+            return None;
+        }
+        let listed = (20 + (seed / 3 % 10) as i64) * 86_400 + 5 * 3600;
+        Some(Episode {
+            blacklist: (seed / 3 % 3) as usize,
+            listed,
+            delisted: listed - (4 + (seed / 3 % 3) as i64) * 86_400 - 2 * 3600,
+        })
+    }
+
+    /// Whether something `age` seconds old happened while the asset was listed.
+    fn covers(&self, age: i64) -> bool {
+        (self.delisted..=self.listed).contains(&age)
+    }
 }
 
 /// A well-mixed 64-bit hash of three numbers (SplitMix64 finaliser), for repeatable noise.
@@ -238,5 +292,43 @@ mod tests {
             assert!(item.get(field).is_some(), "{field}");
         }
         assert!(domain_item(3, 0).get("ips").is_some());
+    }
+
+    #[test]
+    fn the_history_of_192_0_2_1_has_a_listing_a_dip_and_a_delisting_weeks_ago() {
+        let now = 1_800_000_000;
+        let report = report_item("192.0.2.1", 0, 100, now);
+        let events = report["blacklist_history"].as_array().unwrap();
+        let at = |status: &str| {
+            events
+                .iter()
+                .filter(|e| e["status"] == status && e["blacklist"] == "Spamhaus SBL")
+                .map(|e| date::parse(e["date"].as_str().unwrap(), &jiff::tz::TimeZone::UTC))
+                .map(|t| now - t.unwrap() as i64)
+                .collect::<Vec<_>>()
+        };
+        let day = 86_400;
+        assert!(at("Listed").contains(&(20 * day + 5 * 3600)), "{events:?}");
+        assert!(
+            at("Delisted").contains(&(16 * day + 3 * 3600)),
+            "{events:?}"
+        );
+        let scores: Vec<i64> = report["senderscore_history"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["value"].as_str().unwrap().parse().unwrap())
+            .collect();
+        assert_eq!(scores.len(), 91, "three months of history");
+        let during = scores[17..=20].iter().max().unwrap();
+        let around = scores[10..17].iter().chain(&scores[21..28]).min().unwrap();
+        assert!(during < around, "a dip: {:?}", &scores[10..28]);
+        let counts: Vec<i64> = report["blacklisted_history"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["value"].as_i64().unwrap())
+            .collect();
+        assert_eq!(&counts[16..=21], [0, 1, 1, 1, 1, 0]);
     }
 }
