@@ -74,6 +74,9 @@ async fn the_dashboard_and_the_rules_use_only_emitted_metric_names() {
             exprs.push(query.to_owned());
         }
     }
+    for annotation in dashboard["annotations"]["list"].as_array().unwrap() {
+        exprs.push(annotation["expr"].as_str().unwrap().to_owned());
+    }
     assert!(exprs.len() >= 20, "the dashboard has its queries");
 
     let sources = [
@@ -129,4 +132,61 @@ fn the_dashboard_is_a_grafana_dashboard_with_the_expected_variables() {
             assert_eq!(panel["datasource"]["uid"], "${datasource}");
         }
     }
+}
+
+/// Every query of the dashboard, with its panel's title and whether it is an instant query.
+fn dashboard_queries() -> Vec<(String, bool, String)> {
+    let dashboard: serde_json::Value =
+        serde_json::from_str(&read("deploy/grafana/dashboard.json")).unwrap();
+    let mut queries = Vec::new();
+    for panel in dashboard["panels"].as_array().unwrap() {
+        for target in panel["targets"].as_array().into_iter().flatten() {
+            queries.push((
+                panel["title"].as_str().unwrap().to_owned(),
+                target["instant"].as_bool().unwrap_or(false),
+                target["expr"].as_str().unwrap().to_owned(),
+            ));
+        }
+    }
+    queries
+}
+
+#[test]
+fn trend_panels_look_back_a_day_and_current_state_panels_do_not() {
+    let queries = dashboard_queries();
+    // The families with daily history (backfill) or that a scrape gap should not break.
+    let trended = [
+        "reputation_senderscore{",
+        "reputation_senderscore_previous{",
+        "reputation_blacklistings{",
+        "reputation_blacklist_listed{",
+        "reputation_snds_reputation{",
+    ];
+    let mut trends = 0;
+    for (title, instant, expr) in &queries {
+        if *instant {
+            assert!(
+                !expr.contains("last_over_time"),
+                "{title}: a current-state panel must not keep a vanished asset: {expr}"
+            );
+            continue;
+        }
+        for family in trended {
+            for (at, _) in expr.match_indices(family) {
+                trends += 1;
+                let before = &expr[..at];
+                assert!(
+                    before.ends_with("last_over_time("),
+                    "{title}: {family}...}} is not under last_over_time: {expr}"
+                );
+                let after = &expr[at..];
+                let close = after.find('}').unwrap();
+                assert!(
+                    after[close..].starts_with("}[26h])"),
+                    "{title}: {family}...}} does not look back 26h: {expr}"
+                );
+            }
+        }
+    }
+    assert!(trends >= 7, "the trend panels were found: {trends}");
 }

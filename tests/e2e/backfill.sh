@@ -1,24 +1,35 @@
 #!/usr/bin/env bash
-# History backfill end to end: `reputation-exporter backfill` against the demo API, the file
-# turned into blocks by promtool, and a real Prometheus started on those blocks answering a
-# past value of reputation_senderscore through its query API. Everything listens on 127.0.0.1
-# and is stopped on exit.
+# History backfill end to end, as the README's "Backfilling history" section says to do it:
+# its two commands run as written (with --demo, against the simulated API), Prometheus started
+# with the retention it gives, then a past value read back through the query API, and every
+# panel and annotation of the shipped dashboard run over the backfilled months as Grafana would
+# run them (tests/e2e/history_panels.py). Everything listens on 127.0.0.1 and is stopped on exit.
 #
 # Usage: tests/e2e/backfill.sh [path/to/reputation-exporter]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-exporter_bin=${1:-target/debug/reputation-exporter}
+exporter_bin=$(realpath "${1:-target/debug/reputation-exporter}")
 e2e_name=backfill
 # shellcheck source=tests/e2e/lib.sh
 . tests/e2e/lib.sh
 
-"$exporter_bin" backfill --demo --output "$work/history.om" --since 60d \
-    --label job=reputation --label instance=reputation-exporter:9525 2>"$work/backfill.log" ||
-    fail "backfill exited $?"
+# The section's first ```sh block, and the retention it tells Prometheus to keep.
+awk '/^## Backfilling history/{in_section=1} in_section && /^```sh/{block=1; next}
+     block && /^```/{exit} block{print}' README.md >"$work/block.sh"
+retention=$(awk '/^## Backfilling history/{s=1} /^## Architecture/{s=0} s' README.md |
+    grep -o -m1 -- '--storage.tsdb.retention.time=[0-9a-z]*') ||
+    fail "the README gives no retention"
+grep -q '^reputation-exporter backfill ' "$work/block.sh" || fail "the backfill command was not found"
+grep -q '^promtool tsdb create-blocks-from openmetrics ' "$work/block.sh" ||
+    fail "the promtool command was not found"
+sed -e "s#^reputation-exporter backfill #\"$exporter_bin\" backfill --demo #" \
+    -e "s#/var/lib/prometheus/metrics2#$work/data#g" "$work/block.sh" >"$work/run.sh"
+(cd "$work" && bash -e run.sh) >"$work/backfill.log" 2>&1 || fail "the README's commands failed"
 grep -q '^assets written: 36$' "$work/backfill.log" || fail "not every demo asset was written"
-promtool tsdb create-blocks-from openmetrics "$work/history.om" "$work/data" >"$work/promtool.log" ||
-    fail "promtool refused the file: $(tail -n 5 "$work/promtool.log")"
+blocks=$(find "$work/data" -mindepth 1 -maxdepth 1 -type d | wc -l)
+[ "$blocks" -ge 1 ] && [ "$blocks" -le 8 ] || fail "promtool made $blocks blocks, not a handful"
+echo "backfill: the README's commands wrote $(grep -c '' "$work/history.om") lines and $blocks blocks"
 
 # A past sample: the oldest Sender Score of 192.0.2.1 in the file.
 line=$(grep -m1 '^reputation_senderscore{.*asset="192.0.2.1"}' "$work/history.om")
@@ -29,7 +40,7 @@ at=$(awk '{print $3}' <<<"$line")
 port=$(free_port)
 printf 'global:\n  scrape_interval: 1m\n' >"$work/prometheus.yml"
 prometheus --config.file="$work/prometheus.yml" --storage.tsdb.path="$work/data" \
-    --storage.tsdb.retention.time=10y --web.listen-address="127.0.0.1:$port" \
+    "$retention" --web.listen-address="127.0.0.1:$port" \
     >"$work/prometheus.log" 2>&1 &
 pids+=($!)
 deadline=$((SECONDS + 60))
@@ -44,4 +55,14 @@ answer=$(curl -sfG "http://127.0.0.1:$port/api/v1/query" --data-urlencode "query
 got=$(python3 -c 'import json,sys; r=json.load(sys.stdin)["data"]["result"]; print(r[0]["value"][1] if r else "")' <<<"$answer")
 [ "$got" = "$value" ] || fail "Prometheus answered '$got' at $at, the file says $value ($answer)"
 echo "backfill: Prometheus answers reputation_senderscore=$value for 192.0.2.1 at $(date -u -d "@$at" +%FT%TZ)"
+# The oldest day too: the retention keeps all of --since.
+oldest=$(awk '/^reputation_senderscore\{/{print $3}' "$work/history.om" | sort -n | head -n 1)
+answer=$(curl -sfG "http://127.0.0.1:$port/api/v1/query" \
+    --data-urlencode 'query=count(reputation_senderscore)' --data-urlencode "time=$oldest")
+got=$(python3 -c 'import json,sys; r=json.load(sys.stdin)["data"]["result"]; print(r[0]["value"][1] if r else 0)' <<<"$answer")
+[ "$got" -gt 0 ] || fail "nothing at the oldest sample, $(date -u -d "@$oldest" +%FT%TZ): the retention dropped it"
+echo "backfill: $got scores at the oldest sample, $(date -u -d "@$oldest" +%FT%TZ), kept with $retention"
+
+python3 tests/e2e/history_panels.py "http://127.0.0.1:$port" "$work/history.om" \
+    deploy/grafana/dashboard.json || fail "the dashboard does not show the history"
 echo "backfill: passed"
