@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use tokio::net::TcpListener;
-use tracing::info;
+use tracing::{Instrument as _, info};
 
 use crate::config::{ApiConfig, Config, Source};
 use crate::demo::{self, SimulatedApi};
@@ -49,6 +49,16 @@ struct Account {
     store: Arc<Store>,
     /// Its API metrics.
     telemetry: Arc<Telemetry>,
+}
+
+impl Account {
+    /// The span its work logs in: `account=NAME` on every line, with several accounts.
+    fn span(&self) -> tracing::Span {
+        match &self.name {
+            Some(name) => tracing::info_span!("account", account = %name),
+            None => tracing::Span::none(),
+        }
+    }
 }
 
 /// Everything the exporter is made of, wired together but not yet running.
@@ -183,11 +193,14 @@ impl App {
     /// all answered.
     pub async fn poll_once(&self, target: Option<&str>) -> Result<bool, AppError> {
         let account = self.target(target)?;
-        let mut ok = account.poller.poll_once().await;
-        if let Some(reports) = &account.reports {
-            ok &= reports.poll_once().await;
-        }
-        Ok(ok)
+        let polled = async {
+            let mut ok = account.poller.poll_once().await;
+            if let Some(reports) = &account.reports {
+                ok &= reports.poll_once().await;
+            }
+            ok
+        };
+        Ok(polled.instrument(account.span()).await)
     }
 
     /// The endpoints of one account whose last poll failed, each with the kind of failure
@@ -237,9 +250,12 @@ impl App {
         );
         let mut tasks = Vec::new();
         for account in self.accounts {
-            tasks.push(crate::task::spawn(account.poller.run()));
+            let span = account.span();
+            tasks.push(crate::task::spawn(
+                account.poller.run().instrument(span.clone()),
+            ));
             if let Some(reports) = account.reports {
-                tasks.push(crate::task::spawn(reports.run()));
+                tasks.push(crate::task::spawn(reports.run().instrument(span)));
             }
         }
         let served =

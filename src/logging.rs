@@ -5,8 +5,9 @@ use std::fmt::{self, Write as _};
 
 use tracing::field::{Field, Visit};
 use tracing::{Event, Subscriber};
+use tracing_subscriber::field::RecordFields;
 use tracing_subscriber::fmt::format::Writer;
-use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields, MakeWriter};
+use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields, FormattedFields, MakeWriter};
 use tracing_subscriber::registry::LookupSpan;
 
 /// Line format of the logs.
@@ -33,6 +34,7 @@ where
         LogFormat::Logfmt => Box::new(
             tracing_subscriber::fmt()
                 .event_format(Logfmt)
+                .fmt_fields(Logfmt)
                 .with_max_level(level)
                 .with_writer(writer)
                 .finish(),
@@ -41,6 +43,8 @@ where
             tracing_subscriber::fmt()
                 .json()
                 .flatten_event(true)
+                .with_current_span(true)
+                .with_span_list(false)
                 .with_target(false)
                 .with_max_level(level)
                 .with_writer(writer)
@@ -49,7 +53,8 @@ where
     }
 }
 
-/// Writes an event as one logfmt line: `ts`, `level`, `msg`, then the event's fields in order.
+/// Writes an event as one logfmt line: `ts`, `level`, `msg`, the fields of the spans it is in
+/// (`account=eu`), outermost first, then the event's own fields in order.
 struct Logfmt;
 
 impl<S, N> FormatEvent<S, N> for Logfmt
@@ -59,7 +64,7 @@ where
 {
     fn format_event(
         &self,
-        _: &FmtContext<'_, S, N>,
+        context: &FmtContext<'_, S, N>,
         mut writer: Writer<'_>,
         event: &Event<'_>,
     ) -> fmt::Result {
@@ -72,8 +77,30 @@ where
             jiff::Timestamp::now()
         )?;
         write_value(&mut writer, &fields.message)?;
+        for span in context
+            .event_scope()
+            .into_iter()
+            .flat_map(|s| s.from_root())
+        {
+            if let Some(recorded) = span.extensions().get::<FormattedFields<N>>() {
+                writer.write_str(recorded)?;
+            }
+        }
         writer.write_str(&fields.rest)?;
         writer.write_char('\n')
+    }
+}
+
+/// A span's fields as ` key=value` pairs, kept with the span for its events' lines.
+impl<'writer> FormatFields<'writer> for Logfmt {
+    fn format_fields<R: RecordFields>(
+        &self,
+        mut writer: Writer<'writer>,
+        fields: R,
+    ) -> fmt::Result {
+        let mut recorded = Fields::default();
+        fields.record(&mut recorded);
+        writer.write_str(&recorded.rest)
     }
 }
 
@@ -180,6 +207,8 @@ mod tests {
             tracing::info!(address = "127.0.0.1:9525", "listening");
             tracing::warn!(error = "a \"quoted\" reason", "poll failed");
             tracing::debug!("not at info");
+            tracing::info_span!("account", account = "eu west")
+                .in_scope(|| tracing::warn!(endpoint = "ip-list", "gave up"));
         });
         String::from_utf8(buffer.0.lock().unwrap().clone()).unwrap()
     }
@@ -188,7 +217,7 @@ mod tests {
     fn logfmt_lines_carry_ts_level_and_msg_with_values_quoted_where_needed() {
         let text = lines(LogFormat::Logfmt);
         let lines: Vec<&str> = text.lines().collect();
-        assert_eq!(lines.len(), 2, "{text}");
+        assert_eq!(lines.len(), 3, "{text}");
         assert!(lines[0].starts_with("ts=20"), "{}", lines[0]);
         assert!(
             lines[0].ends_with(" level=info msg=listening address=127.0.0.1:9525"),
@@ -199,6 +228,11 @@ mod tests {
             lines[1].ends_with(r#" level=warn msg="poll failed" error="a \"quoted\" reason""#),
             "{}",
             lines[1]
+        );
+        assert!(
+            lines[2].ends_with(r#" level=warn msg="gave up" account="eu west" endpoint=ip-list"#),
+            "{}",
+            lines[2]
         );
     }
 
@@ -212,6 +246,9 @@ mod tests {
                 "{line}"
             );
         }
-        assert_eq!(text.lines().count(), 2);
+        assert_eq!(text.lines().count(), 3);
+        let last: serde_json::Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+        assert_eq!(last["span"]["account"], "eu west", "{last}");
+        assert_eq!(last["endpoint"], "ip-list", "{last}");
     }
 }

@@ -46,15 +46,25 @@ pub struct Poller {
     streaks: Arc<Mutex<HashMap<Endpoint, Streak>>>,
 }
 
-/// Where an endpoint stands, for its log lines.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Where an endpoint stands, for its log lines: a line is written when this changes, not at
+/// every poll of a failing streak.
+#[derive(Debug, Clone, PartialEq, Eq)]
 enum Streak {
     /// Its last request succeeded (or none was made yet).
     Fine,
-    /// Failing, and being retried.
+    /// Failing since this poll began, and being retried.
     Retrying,
-    /// Failing, and given up until the next poll.
-    GaveUp,
+    /// Failing, with this kind of failure ([`FetchError::class`]), and given up until the
+    /// next poll; the polls after it stay in this streak while they fail the same way.
+    GaveUp(String),
+}
+
+/// One cycle's bounds: when its retries must stop, and when the next cycle begins (`None`
+/// with `--once`, which has no next cycle to speak of).
+#[derive(Debug, Clone, Copy)]
+struct Cycle {
+    deadline: Instant,
+    next_poll: Option<Duration>,
 }
 
 impl Poller {
@@ -85,7 +95,11 @@ impl Poller {
             let started = Instant::now();
             let due = started + self.interval;
             let with_user = started >= next_user;
-            let outcome = self.cycle(with_user, due).await;
+            let cycle = Cycle {
+                deadline: due,
+                next_poll: Some(self.interval),
+            };
+            let outcome = self.cycle(with_user, cycle).await;
             // `user` is asked hourly once it has answered; until then, every cycle.
             if with_user && outcome.user {
                 next_user = started + USER_INTERVAL;
@@ -106,23 +120,27 @@ impl Poller {
 
     /// One poll of every endpoint, `user` included; true when every one succeeded.
     pub async fn poll_once(&self) -> bool {
-        self.cycle(true, Instant::now() + self.interval).await.all
+        let cycle = Cycle {
+            deadline: Instant::now() + self.interval,
+            next_poll: None,
+        };
+        self.cycle(true, cycle).await.all
     }
 
-    /// Polls every endpoint concurrently; retries stop at `deadline`, the next cycle's start.
-    async fn cycle(&self, with_user: bool, deadline: Instant) -> Outcome {
+    /// Polls every endpoint concurrently; retries stop at the cycle's deadline.
+    async fn cycle(&self, with_user: bool, cycle: Cycle) -> Outcome {
         let started = Instant::now();
         let user = async {
             if with_user {
-                self.poll_user(deadline).await
+                self.poll_user(cycle).await
             } else {
                 true
             }
         };
         let (ips, domains, system, user) = tokio::join!(
-            self.poll_list(Kind::Ip, deadline),
-            self.poll_list(Kind::Domain, deadline),
-            self.poll_system(deadline),
+            self.poll_list(Kind::Ip, cycle),
+            self.poll_list(Kind::Domain, cycle),
+            self.poll_system(cycle),
             user
         );
         self.telemetry.poll_duration(started.elapsed());
@@ -133,18 +151,19 @@ impl Poller {
         }
     }
 
-    /// Fetches one endpoint, retrying transient failures until `deadline` at the latest.
+    /// Fetches one endpoint, retrying transient failures until the cycle's deadline at the
+    /// latest.
     async fn fetch<T>(
         &self,
         endpoint: Endpoint,
-        deadline: Instant,
+        cycle: Cycle,
         decode: impl Fn(&[u8]) -> Result<T, DecodeError>,
     ) -> Result<T, FetchError> {
         let result = self
             .retry
             .run(
                 endpoint,
-                deadline,
+                cycle.deadline,
                 &self.telemetry,
                 || self.client.get(endpoint, endpoint.path(), &decode),
                 |error, delay| self.retrying(endpoint, error, delay),
@@ -152,7 +171,7 @@ impl Poller {
             .await;
         match &result {
             Ok(_) => self.recovered(endpoint),
-            Err(error) if error.is_transient() => self.gave_up(endpoint, error),
+            Err(error) if error.is_transient() => self.gave_up(endpoint, error, cycle),
             Err(_) => {}
         }
         result
@@ -165,9 +184,19 @@ impl Poller {
     }
 
     /// A failure about to be retried: said at once when it starts a failing streak, then
-    /// quiet until the streak ends (retries themselves are debug).
+    /// quiet until the streak ends (retries themselves are debug). A poll's retries within a
+    /// streak that already gave up stay in it.
     fn retrying(&self, endpoint: Endpoint, error: &FetchError, delay: Duration) {
-        let before = self.streak(endpoint, Streak::Retrying);
+        let before = {
+            let mut streaks = self.streaks.lock().unwrap_or_else(|e| e.into_inner());
+            let state = streaks.entry(endpoint).or_insert(Streak::Fine);
+            if *state == Streak::Fine {
+                *state = Streak::Retrying;
+                Streak::Fine
+            } else {
+                state.clone()
+            }
+        };
         if before == Streak::Fine {
             warn!(
                 endpoint = endpoint.label(),
@@ -178,16 +207,26 @@ impl Poller {
         }
     }
 
-    /// Retries of a transient failure ran out: said once per failing streak.
-    fn gave_up(&self, endpoint: Endpoint, error: &FetchError) {
-        if self.streak(endpoint, Streak::GaveUp) != Streak::GaveUp {
-            warn!(
+    /// Retries of a transient failure ran out: said once per failing streak (and again when
+    /// the kind of failure changes).
+    fn gave_up(&self, endpoint: Endpoint, error: &FetchError, cycle: Cycle) {
+        let class = error.class();
+        if self.streak(endpoint, Streak::GaveUp(class.clone())) == Streak::GaveUp(class) {
+            return;
+        }
+        let served = self.what_is_served(endpoint);
+        match cycle.next_poll {
+            Some(next) => warn!(
                 endpoint = endpoint.label(),
                 error = %error,
-                next_poll_in = %format_args!("{}s", self.interval.as_secs()),
-                "gave up retrying until the next poll; {}",
-                self.what_is_served(endpoint)
-            );
+                next_poll_in = %format_args!("{}s", next.as_secs()),
+                "gave up retrying until the next poll; {served}"
+            ),
+            None => warn!(
+                endpoint = endpoint.label(),
+                error = %error,
+                "gave up retrying; {served}"
+            ),
         }
     }
 
@@ -212,11 +251,11 @@ impl Poller {
         }
     }
 
-    async fn poll_list(&self, kind: Kind, deadline: Instant) -> bool {
+    async fn poll_list(&self, kind: Kind, cycle: Cycle) -> bool {
         let endpoint = Endpoint::list(kind);
         let fetched = Instant::now();
         let decoded = match self
-            .fetch(endpoint, deadline, |body| {
+            .fetch(endpoint, cycle, |body| {
                 AssetSet::decode(body, kind, self.max_labels)
             })
             .await
@@ -272,10 +311,10 @@ impl Poller {
         true
     }
 
-    async fn poll_system(&self, deadline: Instant) -> bool {
+    async fn poll_system(&self, cycle: Cycle) -> bool {
         let endpoint = Endpoint::SystemCheck;
         match self
-            .fetch(endpoint, deadline, dto::decode::<SystemStatus>)
+            .fetch(endpoint, cycle, dto::decode::<SystemStatus>)
             .await
         {
             Ok(status) => {
@@ -298,9 +337,9 @@ impl Poller {
         }
     }
 
-    async fn poll_user(&self, deadline: Instant) -> bool {
+    async fn poll_user(&self, cycle: Cycle) -> bool {
         let endpoint = Endpoint::User;
-        match self.fetch(endpoint, deadline, dto::decode::<User>).await {
+        match self.fetch(endpoint, cycle, dto::decode::<User>).await {
             Ok(user) => {
                 info!(user_id = %user.id.0, project_id = %user.project_id.0, "API account");
                 self.telemetry.account(user.id.0, user.project_id.0);
@@ -311,29 +350,34 @@ impl Poller {
         }
     }
 
-    /// Records a failed poll; a failure that was not retried is logged here (a retried one
-    /// was, when its streak began and when retrying gave up).
+    /// Records a failed poll; a failure that was not retried is logged here when it starts a
+    /// streak or changes its kind (a retried one was, when its streak began and when retrying
+    /// gave up).
     fn failed(&self, endpoint: Endpoint, error: &FetchError) -> bool {
         let served = self.what_is_served(endpoint);
-        self.telemetry.failed(endpoint, error.class());
+        let class = error.class();
+        self.telemetry.failed(endpoint, class.clone());
+        if error.is_transient() {
+            return false;
+        }
+        if self.streak(endpoint, Streak::GaveUp(class.clone())) == Streak::GaveUp(class) {
+            return false;
+        }
         match error {
             FetchError::Rejected(_) => {
-                self.streak(endpoint, Streak::GaveUp);
                 error!(
                     endpoint = endpoint.label(),
                     error = %error,
                     "the token is rejected: check api.token / api.token_file; {served}"
                 );
             }
-            error if !error.is_transient() => {
-                self.streak(endpoint, Streak::GaveUp);
+            error => {
                 warn!(
                     endpoint = endpoint.label(),
                     error = %error,
                     "poll failed; {served}"
                 );
             }
-            _ => {}
         }
         false
     }

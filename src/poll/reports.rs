@@ -6,7 +6,7 @@
 //! assets that `include`, `exclude` and `shard` select. Results reach the served snapshot in
 //! batches, so a round of 100,000 reports does not re-render the bodies 100,000 times.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -61,7 +61,8 @@ enum Outcome {
     Report(Report),
     /// 404: the API no longer knows the asset; its report series go.
     Gone,
-    Failed,
+    /// Failed after retries, with the kind of failure ([`FetchError::class`]).
+    Failed(String),
 }
 
 impl ReportPoller {
@@ -126,11 +127,12 @@ impl ReportPoller {
             store.retain_reports(|kind, name| selected.contains(&(kind, name.to_owned())));
         })
         .await;
-        info!(
-            assets = targets.len(),
-            interval = ?self.interval,
-            "asset report round started"
-        );
+        let assets = targets.len();
+        if spread {
+            debug!(assets, spread_over = ?self.interval, "asset report round started");
+        } else {
+            debug!(assets, "asset report round started");
+        }
 
         let spacing = if spread {
             self.interval / u32::try_from(targets.len().max(1)).unwrap_or(u32::MAX)
@@ -147,13 +149,20 @@ impl ReportPoller {
 
         let mut batch = Vec::new();
         let mut unrecognized = Vec::new();
-        let mut failed = 0usize;
+        let (mut fetched, mut gone) = (0usize, 0usize);
+        let mut failures: BTreeMap<String, usize> = BTreeMap::new();
         let mut last_publish = Instant::now();
         while let Some((kind, name, outcome)) = results.next().await {
             match outcome {
-                Outcome::Report(dto) => batch.push((kind, name, Some(dto))),
-                Outcome::Gone => batch.push((kind, name, None)),
-                Outcome::Failed => failed += 1,
+                Outcome::Report(dto) => {
+                    fetched += 1;
+                    batch.push((kind, name, Some(dto)));
+                }
+                Outcome::Gone => {
+                    gone += 1;
+                    batch.push((kind, name, None));
+                }
+                Outcome::Failed(class) => *failures.entry(class).or_default() += 1,
             }
             if last_publish.elapsed() >= PUBLISH_EVERY {
                 self.publish(std::mem::take(&mut batch), &mut unrecognized)
@@ -162,10 +171,31 @@ impl ReportPoller {
             }
         }
         self.publish(batch, &mut unrecognized).await;
-        if failed > 0 {
-            warn!(
+        let failed: usize = failures.values().sum();
+        let took = format!("{:.1}s", started.elapsed().as_secs_f64());
+        if failed == 0 {
+            info!(
+                assets,
+                fetched,
+                not_found = gone,
                 failed,
-                "some asset reports could not be fetched; their last good values stay served \
+                took,
+                "asset report round ended"
+            );
+        } else {
+            let why = failures
+                .iter()
+                .map(|(class, n)| format!("{class}={n}"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            warn!(
+                assets,
+                fetched,
+                not_found = gone,
+                failed,
+                failures = %why,
+                took,
+                "asset report round ended; the reports that failed keep their last good values \
                  until metrics.max_age"
             );
         }
@@ -203,7 +233,7 @@ impl ReportPoller {
                 asset = name,
                 "an asset with this name cannot be requested; skipped"
             );
-            return Outcome::Failed;
+            return Outcome::Failed("name not requestable".into());
         };
         let zone = &self.zone;
         let result = self
@@ -244,8 +274,8 @@ impl ReportPoller {
                 Outcome::Gone
             }
             Err(error) => {
-                warn!(asset = name, endpoint = "asset", error = %error, "asset report failed");
-                Outcome::Failed
+                debug!(asset = name, error = %error, "asset report failed");
+                Outcome::Failed(error.class())
             }
         }
     }

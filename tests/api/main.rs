@@ -9,6 +9,7 @@ mod fuzz;
 mod health;
 mod helpers;
 mod hostile;
+mod logs;
 mod metrics;
 mod process;
 mod reports;

@@ -245,6 +245,12 @@ fn once_against_a_refused_port_exits_1_within_a_bound_and_says_why() {
             && last.contains("domain-list: connection refused"),
         "{last}"
     );
+    // There is no next poll to speak of.
+    assert!(
+        stderr.contains("msg=\"gave up retrying; it has given no values yet\""),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("next_poll"), "{stderr}");
 }
 
 #[test]
