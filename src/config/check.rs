@@ -9,7 +9,15 @@ use figment::Profile;
 use figment::error::Kind;
 use figment::value::{Dict, Value};
 
+use super::Problem;
 use super::env::ENV_PREFIX;
+
+fn problem(key: impl Into<String>, text: String) -> Problem {
+    Problem {
+        key: key.into(),
+        text,
+    }
+}
 
 /// Every section and its keys: the settings tree's shape, checked against it by a test.
 pub(super) const SCHEMA: [(&str, &[&str]); 7] = [
@@ -73,21 +81,23 @@ fn did_you_mean(suggestion: Option<String>) -> String {
 }
 
 /// Unknown sections and keys of the TOML file at `path`, whose top level is `dict`.
-pub(super) fn unknown_in_file(path: &Path, dict: &Dict) -> Vec<String> {
+pub(super) fn unknown_in_file(path: &Path, dict: &Dict) -> Vec<Problem> {
     let file = path.display();
     let mut problems = Vec::new();
     for (section, value) in dict {
         if section == "accounts" {
             let Value::Dict(_, accounts) = value else {
-                problems.push(format!(
-                    "{file}: `accounts` must be tables, `[accounts.NAME]`"
+                problems.push(problem(
+                    "accounts",
+                    format!("{file}: `accounts` must be tables, `[accounts.NAME]`"),
                 ));
                 continue;
             };
             for (name, account) in accounts {
                 let Value::Dict(_, keys) = account else {
-                    problems.push(format!(
-                        "{file}: `accounts.{name}` must be a table, `[accounts.{name}]`"
+                    problems.push(problem(
+                        format!("accounts.{name}"),
+                        format!("{file}: `accounts.{name}` must be a table, `[accounts.{name}]`"),
                     ));
                     continue;
                 };
@@ -95,9 +105,12 @@ pub(super) fn unknown_in_file(path: &Path, dict: &Dict) -> Vec<String> {
                     if !account_keys().contains(&key.as_str()) {
                         let suggestion = closest(key, account_keys().iter().copied())
                             .map(|k| format!("accounts.{name}.{k}"));
-                        problems.push(format!(
-                            "{file}: unknown key `accounts.{name}.{key}`{}",
-                            did_you_mean(suggestion)
+                        problems.push(problem(
+                            format!("accounts.{name}.{key}"),
+                            format!(
+                                "{file}: unknown key `accounts.{name}.{key}`{}",
+                                did_you_mean(suggestion)
+                            ),
                         ));
                     }
                 }
@@ -106,15 +119,19 @@ pub(super) fn unknown_in_file(path: &Path, dict: &Dict) -> Vec<String> {
         }
         let Some(known) = keys_of(section) else {
             let suggestion = closest(section, sections()).map(|s| format!("[{s}]"));
-            problems.push(format!(
-                "{file}: unknown section `[{section}]`{}",
-                did_you_mean(suggestion)
+            problems.push(problem(
+                section.as_str(),
+                format!(
+                    "{file}: unknown section `[{section}]`{}",
+                    did_you_mean(suggestion)
+                ),
             ));
             continue;
         };
         let Value::Dict(_, keys) = value else {
-            problems.push(format!(
-                "{file}: `{section}` must be a section (`[{section}]`), not a value"
+            problems.push(problem(
+                section.as_str(),
+                format!("{file}: `{section}` must be a section (`[{section}]`), not a value"),
             ));
             continue;
         };
@@ -122,9 +139,12 @@ pub(super) fn unknown_in_file(path: &Path, dict: &Dict) -> Vec<String> {
             if !known.contains(&key.as_str()) {
                 let suggestion =
                     closest(key, known.iter().copied()).map(|k| format!("{section}.{k}"));
-                problems.push(format!(
-                    "{file}: unknown key `{section}.{key}`{}",
-                    did_you_mean(suggestion)
+                problems.push(problem(
+                    format!("{section}.{key}"),
+                    format!(
+                        "{file}: unknown key `{section}.{key}`{}",
+                        did_you_mean(suggestion)
+                    ),
                 ));
             }
         }
@@ -142,7 +162,7 @@ pub(super) fn variable(section: &str, key: &str) -> String {
 }
 
 /// Unknown sections and keys among the `REPUTATION_EXPORTER_<SECTION>__<KEY>` variables.
-pub(super) fn unknown_in_env(vars: &[(String, String)]) -> Vec<String> {
+pub(super) fn unknown_in_env(vars: &[(String, String)]) -> Vec<Problem> {
     let mut problems = Vec::new();
     for (name, _) in vars {
         let Some(rest) = name.strip_prefix(ENV_PREFIX) else {
@@ -156,8 +176,11 @@ pub(super) fn unknown_in_env(vars: &[(String, String)]) -> Vec<String> {
         if section == "accounts" {
             // ACCOUNTS__<NAME>__<KEY>.
             let Some((account, key)) = key.split_once("__") else {
-                problems.push(format!(
-                    "{name}: an account's key is set as {ENV_PREFIX}ACCOUNTS__<NAME>__<KEY>"
+                problems.push(problem(
+                    "accounts",
+                    format!(
+                        "{name}: an account's key is set as {ENV_PREFIX}ACCOUNTS__<NAME>__<KEY>"
+                    ),
                 ));
                 continue;
             };
@@ -169,9 +192,12 @@ pub(super) fn unknown_in_env(vars: &[(String, String)]) -> Vec<String> {
                         k.to_ascii_uppercase()
                     )
                 });
-                problems.push(format!(
-                    "{name}: unknown key `accounts.{account}.{key}`{}",
-                    did_you_mean(suggestion)
+                problems.push(problem(
+                    format!("accounts.{account}.{key}"),
+                    format!(
+                        "{name}: unknown key `accounts.{account}.{key}`{}",
+                        did_you_mean(suggestion)
+                    ),
                 ));
             }
             continue;
@@ -184,17 +210,23 @@ pub(super) fn unknown_in_env(vars: &[(String, String)]) -> Vec<String> {
                     key.to_ascii_uppercase()
                 )
             });
-            problems.push(format!(
-                "{name}: unknown section `{section}`{}",
-                did_you_mean(suggestion)
+            problems.push(problem(
+                section,
+                format!(
+                    "{name}: unknown section `{section}`{}",
+                    did_you_mean(suggestion)
+                ),
             ));
             continue;
         };
         if !known.contains(&key) {
             let suggestion = closest(key, known.iter().copied()).map(|k| variable(section, k));
-            problems.push(format!(
-                "{name}: unknown key `{section}.{key}`{}",
-                did_you_mean(suggestion)
+            problems.push(problem(
+                format!("{section}.{key}"),
+                format!(
+                    "{name}: unknown key `{section}.{key}`{}",
+                    did_you_mean(suggestion)
+                ),
             ));
         }
     }
@@ -203,7 +235,7 @@ pub(super) fn unknown_in_env(vars: &[(String, String)]) -> Vec<String> {
 
 /// A deserialization error of one value, said as `where: key: what is wrong`, where `where`
 /// is the file or the variable the value came from. Never quotes the token.
-pub(super) fn describe(errors: impl IntoIterator<Item = figment::Error>) -> Vec<String> {
+pub(super) fn describe(errors: impl IntoIterator<Item = figment::Error>) -> Vec<Problem> {
     errors
         .into_iter()
         .filter(|e| !matches!(e.kind, Kind::UnknownField(..)))
@@ -230,10 +262,10 @@ pub(super) fn describe(errors: impl IntoIterator<Item = figment::Error>) -> Vec<
                     ),
                     _ => format!("`{key}`"),
                 },
-                None if key.is_empty() => return message,
+                None if key.is_empty() => return problem(key, message),
                 None => format!("`{key}`"),
             };
-            format!("{origin}: {message}")
+            problem(key, format!("{origin}: {message}"))
         })
         .collect()
 }

@@ -13,7 +13,7 @@ fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
 }
 
 fn load(cli: &Cli, vars: &[(&str, &str)]) -> Result<Config, ConfigError> {
-    Settings::extract(cli, env(vars))?.validate(cli.demo)
+    Config::load_with(cli, env(vars))
 }
 
 const REMOTE: &[(&str, &str)] = &[
@@ -320,7 +320,8 @@ fn the_token_is_in_no_error_and_no_debug_output() {
     assert!(!message.contains("s3cr3t-value"), "{message}");
 
     vars.pop();
-    let settings = Settings::extract(&Cli::default(), env(&vars)).unwrap();
+    let (settings, problems) = Settings::extract(&Cli::default(), env(&vars));
+    assert_eq!(problems, []);
     assert!(!format!("{settings:?}").contains("s3cr3t-value"));
     let config = settings.validate(false).unwrap();
     assert!(!format!("{config:?}").contains("s3cr3t-value"));
@@ -360,7 +361,8 @@ fn the_toml_example_is_valid_and_holds_the_defaults() {
         ),
         ..Cli::default()
     };
-    let from_file = Settings::extract(&cli, env(REMOTE)).unwrap();
+    let (from_file, problems) = Settings::extract(&cli, env(REMOTE));
+    assert_eq!(problems, []);
     let config = from_file.validate(false).unwrap();
     let defaults = load(&Cli::default(), REMOTE).unwrap();
     assert_eq!(config.api.timeout, defaults.api.timeout);
@@ -421,4 +423,69 @@ fn api_and_accounts_together_or_a_bad_account_name_are_refused() {
         message.contains("unknown key `accounts.us.tokn`; did you mean `accounts.us.token`?"),
         "{message}"
     );
+}
+
+#[test]
+fn a_typo_and_a_missing_base_url_are_both_reported_in_one_pass() {
+    let file = TomlFile::new(
+        "typo-and-missing",
+        "[api]\nbase_ur = \"https://x\"\ntoken = \"t\"\n",
+    );
+    let error = load(&file.cli(), &[]).unwrap_err();
+    let keys: Vec<&str> = error.problems().iter().map(|p| p.key.as_str()).collect();
+    assert_eq!(keys, ["api.base_ur", "api.base_url"], "{error}");
+    let message = error.to_string();
+    assert!(
+        message.contains("unknown key `api.base_ur`; did you mean `api.base_url`?"),
+        "{message}"
+    );
+    assert!(
+        message.contains("\n  - api.base_url: required"),
+        "{message}"
+    );
+}
+
+#[test]
+fn every_problem_of_several_keys_is_reported_and_a_wrong_value_only_once() {
+    let vars = [
+        ("REPUTATION_EXPORTER_API__BASE_URL", "not a url"),
+        ("REPUTATION_EXPORTER_ASSET_REPORTS__CONCURRENCY", "0"),
+        ("REPUTATION_EXPORTER_BACKOFF__INITIAL_DELAY", "5m"),
+        ("REPUTATION_EXPORTER_WEB__TELEMETRY_PATH", "metrics"),
+    ];
+    let error = load(&Cli::default(), &vars).unwrap_err();
+    let keys: Vec<&str> = error.problems().iter().map(|p| p.key.as_str()).collect();
+    assert_eq!(
+        keys,
+        [
+            "api.base_url",
+            "api.token_file",
+            "backoff.initial_delay",
+            "asset_reports.concurrency",
+            "web.telemetry_path"
+        ],
+        "{error}"
+    );
+}
+
+#[test]
+fn a_reason_of_several_lines_is_indented_under_its_item_and_no_line_ends_in_a_space() {
+    let mut vars = REMOTE.to_vec();
+    vars.push(("REPUTATION_EXPORTER_ASSET_REPORTS__INCLUDE", "(unclosed"));
+    vars.push(("REPUTATION_EXPORTER_POLL__INTERVAL", "soon"));
+    let message = load(&Cli::default(), &vars).unwrap_err().to_string();
+    let lines: Vec<&str> = message.lines().collect();
+    assert_eq!(lines[0], "invalid configuration:", "{message}");
+    assert!(
+        lines.len() > 3,
+        "the regex error has several lines: {message}"
+    );
+    for line in &lines[1..] {
+        assert!(
+            line.starts_with("  - ") || line.starts_with("    "),
+            "a line outside its item: {line:?} in\n{message}"
+        );
+    }
+    assert_eq!(lines.iter().filter(|l| l.starts_with("  - ")).count(), 2);
+    assert!(lines.iter().all(|l| !l.ends_with(' ')), "{message:?}");
 }
