@@ -40,7 +40,7 @@ fn pipeline(c: &mut Criterion) {
             b.iter(|| serde_json::from_slice::<serde_json::Value>(black_box(body)).unwrap())
         });
         group.bench_with_input(BenchmarkId::new("decode_list", n), &body, |b, body| {
-            b.iter(|| dto::decode_list(black_box(body), "ip").unwrap())
+            b.iter(|| dto::decode_list_with(black_box(body), "ip", |item| item).unwrap())
         });
         group.bench_with_input(
             BenchmarkId::new("decode_and_convert", n),

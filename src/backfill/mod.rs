@@ -280,7 +280,8 @@ async fn list(
             telemetry,
             || {
                 client.get(endpoint, endpoint.path(), |body| {
-                    AssetSet::decode(body, kind, max_labels)
+                    let decoded = AssetSet::decode(body, kind, max_labels)?;
+                    decoded.refusal().map_or(Ok(decoded), Err)
                 })
             },
             |_, _| {},

@@ -5,7 +5,7 @@
 
 use std::collections::HashSet;
 
-use crate::upstream::dto::{self, DecodeError, Loose, NamedItem};
+use crate::upstream::dto::{self, DecodeError, Loose, NamedItem, Rejected};
 use crate::vocabulary::{Kind, SndsColour, Unrecognized};
 
 /// One monitored IP address or domain, with every value already mapped to a sample or none.
@@ -232,16 +232,26 @@ pub struct AssetSet {
 pub struct DecodedAssets {
     /// The assets.
     pub set: AssetSet,
-    /// Items that were skipped, with the reason.
-    pub rejected: Vec<DecodeError>,
+    /// Items that were skipped: counted, the first few with their reason.
+    pub rejected: Rejected,
     /// Number of items dropped because their name had been seen before.
     pub duplicates: usize,
     /// Values that could not be mapped to a sample.
     pub unrecognized: Vec<Unrecognized>,
 }
 
+impl DecodedAssets {
+    /// Why the list must not be taken as the fleet, if it must not (see
+    /// [`dto::DecodedList::refusal`]).
+    pub fn refusal(&self) -> Option<DecodeError> {
+        dto::refusal(&self.rejected, self.set.assets.len())
+    }
+}
+
 impl AssetSet {
-    /// Decodes `ip-list` or `domain-list` and maps each item as soon as it is decoded.
+    /// Decodes `ip-list` or `domain-list` and maps each item as soon as it is decoded; the
+    /// caller decides with [`DecodedAssets::refusal`] whether the result may stand for the
+    /// fleet, after counting what was rejected.
     pub fn decode(
         body: &[u8],
         kind: Kind,

@@ -17,7 +17,7 @@ use tracing::{debug, error, info, warn};
 use crate::model::{AssetSet, DecodedAssets};
 use crate::store::Store;
 use crate::telemetry::Telemetry;
-use crate::upstream::dto::{self, DecodeError, SystemStatus, User};
+use crate::upstream::dto::{self, DecodeError, Rejected, SystemStatus, User};
 use crate::upstream::retry::RetryPolicy;
 use crate::upstream::{Client, FetchError};
 use crate::vocabulary::{Endpoint, Kind, Unrecognized};
@@ -27,9 +27,6 @@ pub mod selection;
 
 /// How often `/api/v1/user` is polled after it first answered (DESIGN: at start, then hourly).
 pub const USER_INTERVAL: Duration = Duration::from_secs(3600);
-
-/// At most this many invalid items of one list are logged one by one per poll.
-const MAX_LOGGED_ITEMS: usize = 5;
 
 /// Polls the API on schedule and feeds the [`Store`].
 #[derive(Debug, Clone)]
@@ -256,7 +253,16 @@ impl Poller {
         let fetched = Instant::now();
         let decoded = match self
             .fetch(endpoint, cycle, |body| {
-                AssetSet::decode(body, kind, self.max_labels)
+                let decoded = AssetSet::decode(body, kind, self.max_labels)?;
+                match decoded.refusal() {
+                    None => Ok(decoded),
+                    Some(refused) => {
+                        // Counted here: a refused list never reaches the code below.
+                        self.telemetry
+                            .unrecognized(rejected_counts(&decoded.rejected));
+                        Err(refused)
+                    }
+                }
             })
             .await
         {
@@ -275,8 +281,10 @@ impl Poller {
                 duplicates, "the list names some assets more than once; the first of each is kept"
             );
         }
-        let mut unrecognized = log_rejected(endpoint, &rejected);
-        unrecognized.extend(more);
+        // Logged item by item (the first few) here; counted without a line of their own.
+        self.telemetry
+            .unrecognized(log_rejected(endpoint, &rejected));
+        let unrecognized = more;
         let previous = self.store.current().count(kind);
         if set.assets.is_empty() && previous > 0 {
             warn!(
@@ -391,9 +399,10 @@ struct Outcome {
     user: bool,
 }
 
-/// Logs the skipped items of a list (the first few one by one) and counts them by field.
-fn log_rejected(endpoint: Endpoint, rejected: &[DecodeError]) -> Vec<Unrecognized> {
-    for error in rejected.iter().take(MAX_LOGGED_ITEMS) {
+/// Logs the skipped items of a list (the first few one by one, then how many) and counts them
+/// by field.
+fn log_rejected(endpoint: Endpoint, rejected: &Rejected) -> Vec<Unrecognized> {
+    for error in &rejected.first {
         warn!(
             endpoint = endpoint.label(),
             path = %error.path,
@@ -401,45 +410,25 @@ fn log_rejected(endpoint: Endpoint, rejected: &[DecodeError]) -> Vec<Unrecognize
             "skipped an invalid item of the list"
         );
     }
-    if rejected.len() > MAX_LOGGED_ITEMS {
+    if rejected.count > rejected.first.len() {
         warn!(
             endpoint = endpoint.label(),
-            skipped = rejected.len(),
+            skipped = rejected.count,
             "skipped invalid items of the list (only the first few are logged)"
         );
     }
+    rejected_counts(rejected)
+}
+
+/// The skipped items of a list as counts of `reputation_unrecognized_values_total{field}`.
+fn rejected_counts(rejected: &Rejected) -> Vec<Unrecognized> {
     rejected
+        .by_field
         .iter()
-        .map(|error| Unrecognized::new(field_of(&error.path), error.message.clone()))
+        .map(|(field, count)| Unrecognized {
+            field,
+            value: "an invalid list item".into(),
+            count: *count,
+        })
         .collect()
-}
-
-/// The list item field a JSON path points into, as a `field` label.
-fn field_of(path: &str) -> &'static str {
-    let field = path
-        .split_once("].")
-        .map(|(_, rest)| rest.split(['.', '[']).next().unwrap_or(""))
-        .unwrap_or("");
-    Unrecognized::FIELDS[..13]
-        .iter()
-        .copied()
-        .find(|f| *f == field)
-        .unwrap_or("item")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_rejected_item_is_counted_under_the_field_it_failed_on() {
-        assert_eq!(field_of("$[3].senderscore"), "senderscore");
-        assert_eq!(field_of("$[3].hosts[1]"), "hosts");
-        assert_eq!(
-            field_of("$[3].senderscore_change.last_check"),
-            "senderscore_change"
-        );
-        assert_eq!(field_of("$[3]"), "item");
-        assert_eq!(field_of("$[3].surprise"), "item");
-    }
 }

@@ -5,13 +5,15 @@
 //! wrong type there makes the item invalid. A list decodes item by item: an invalid item is
 //! skipped and reported, the rest is kept. Unknown fields are ignored everywhere.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::fmt;
 
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
+
+use crate::vocabulary::Unrecognized;
 
 /// A JSON value of a field whose type the API does not define.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -290,10 +292,100 @@ pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, DecodeError> {
 pub struct DecodedList<T = NamedItem> {
     /// The valid items, first occurrence of each name only, in the order sent.
     pub items: Vec<T>,
-    /// Items that were skipped, with the reason.
-    pub rejected: Vec<DecodeError>,
+    /// Items that were skipped: counted, the first few kept with their reason.
+    pub rejected: Rejected,
     /// Number of items dropped because their name had been seen before.
     pub duplicates: usize,
+}
+
+impl<T> DecodedList<T> {
+    /// Why the list must not be taken as the fleet, if it must not: some items are unusable
+    /// and they outnumber the usable ones (all of them, or 5,000,000 beside one), so the
+    /// answer says more about a broken API than about the fleet.
+    pub fn refusal(&self) -> Option<DecodeError> {
+        refusal(&self.rejected, self.items.len())
+    }
+}
+
+/// [`DecodedList::refusal`] for a list with `usable` usable items.
+pub fn refusal(rejected: &Rejected, usable: usize) -> Option<DecodeError> {
+    if rejected.count == 0 || rejected.count <= usable {
+        return None;
+    }
+    let first = rejected.first.first().map_or(String::new(), |first| {
+        format!(" (the first: {} at {})", first.message, first.path)
+    });
+    let message = if usable == 0 {
+        format!("none of the {} items can be used{first}", rejected.count)
+    } else {
+        format!(
+            "{} of the {} items cannot be used, more than can{first}; the list is not taken \
+             as the fleet",
+            rejected.count,
+            rejected.count + usable
+        )
+    };
+    Some(DecodeError {
+        path: "$".into(),
+        message,
+    })
+}
+
+/// The unusable items of a list: memory stays proportional to what is kept, whatever their
+/// number.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Rejected {
+    /// How many items were unusable.
+    pub count: usize,
+    /// The first few, with their reason, for the log.
+    pub first: Vec<DecodeError>,
+    /// How many failed on each field (the `field` label of
+    /// `reputation_unrecognized_values_total`; `item` for an element that is no item at all).
+    pub by_field: BTreeMap<&'static str, u64>,
+}
+
+impl Rejected {
+    /// Reasons kept for the log.
+    pub const KEPT: usize = 5;
+
+    fn push(&mut self, error: DecodeError) {
+        self.count += 1;
+        *self.by_field.entry(item_field(&error.path)).or_default() += 1;
+        if self.first.len() < Self::KEPT {
+            self.first.push(error);
+        }
+    }
+
+    /// An element that is no item at all (`field="item"`); its reason is made only when kept.
+    fn push_with(&mut self, error: impl FnOnce() -> DecodeError) {
+        self.count += 1;
+        *self.by_field.entry("item").or_default() += 1;
+        if self.first.len() < Self::KEPT {
+            self.first.push(error());
+        }
+    }
+}
+
+/// A JSON value for a log line: its first 40 characters.
+fn shortened(json: &str) -> String {
+    match json.char_indices().nth(40) {
+        Some((end, _)) => format!("{}...", &json[..end]),
+        None => json.to_owned(),
+    }
+}
+
+/// The list item field a JSON path (`$[3].senderscore_change.last_check`) points into, as a
+/// `field` label; `item` when it points at the element itself or at no known field.
+fn item_field(path: &str) -> &'static str {
+    let field = path
+        .split_once("].")
+        .map(|(_, rest)| rest.split(['.', '[']).next().unwrap_or(""))
+        .unwrap_or("");
+    Unrecognized::FIELDS
+        .iter()
+        .copied()
+        .find(|f| *f == field)
+        .unwrap_or("item")
 }
 
 /// A list item with its name taken out of `ip` or `domain`.
@@ -305,35 +397,100 @@ pub struct NamedItem {
     pub item: ListItem,
 }
 
-/// Decodes `ip-list` (`name_field` = `ip`) or `domain-list` (`domain`).
+/// Decodes `ip-list` (`name_field` = `ip`) or `domain-list` (`domain`) and hands each usable
+/// item to `convert` as soon as it is decoded, so that neither the raw elements nor the
+/// decoded items are all alive at once.
 ///
 /// The body must be a JSON array; anything else fails the whole poll. Each element then decodes
-/// on its own, so one bad element costs only itself.
-pub fn decode_list(bytes: &[u8], name_field: &str) -> Result<DecodedList, DecodeError> {
-    decode_list_with(bytes, name_field, |item| item)
-}
-
-/// [`decode_list`], turning each valid item into a `T` as soon as it is decoded, so that the
-/// decoded items of a large list never exist all at once.
+/// on its own, so one bad element costs only itself: invalid items are counted (the first few
+/// kept), and later duplicates of a name dropped.
 pub fn decode_list_with<T>(
     bytes: &[u8],
     name_field: &str,
-    mut convert: impl FnMut(NamedItem) -> T,
+    convert: impl FnMut(NamedItem) -> T,
 ) -> Result<DecodedList<T>, DecodeError> {
     let mut de = serde_json::Deserializer::from_slice(bytes);
-    let raw: Vec<&RawValue> =
-        serde_path_to_error::deserialize(&mut de).map_err(|e| DecodeError::from_serde("$", e))?;
+    let mut track = serde_path_to_error::Track::new();
+    let seed = ListSeed {
+        name_field,
+        convert,
+        out: DecodedList {
+            items: Vec::new(),
+            rejected: Rejected::default(),
+            duplicates: 0,
+        },
+    };
+    let list = serde::de::DeserializeSeed::deserialize(
+        seed,
+        serde_path_to_error::Deserializer::new(&mut de, &mut track),
+    )
+    .map_err(|e| DecodeError::from_serde("$", serde_path_to_error::Error::new(track.path(), e)))?;
     de.end().map_err(|e| DecodeError {
         path: "$".into(),
         message: e.to_string(),
     })?;
-    let mut seen = HashSet::with_capacity(raw.len());
-    let mut out = DecodedList {
-        items: Vec::with_capacity(raw.len()),
-        rejected: Vec::new(),
-        duplicates: 0,
-    };
-    for (index, element) in raw.into_iter().enumerate() {
+    Ok(list)
+}
+
+/// The state of [`decode_list_with`] while the array streams by.
+struct ListSeed<'n, F, T> {
+    name_field: &'n str,
+    convert: F,
+    out: DecodedList<T>,
+}
+
+impl<'de, F, T> serde::de::DeserializeSeed<'de> for ListSeed<'_, F, T>
+where
+    F: FnMut(NamedItem) -> T,
+{
+    type Value = DecodedList<T>;
+
+    fn deserialize<D: serde::Deserializer<'de>>(
+        self,
+        deserializer: D,
+    ) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_seq(self)
+    }
+}
+
+impl<'de, F, T> serde::de::Visitor<'de> for ListSeed<'_, F, T>
+where
+    F: FnMut(NamedItem) -> T,
+{
+    type Value = DecodedList<T>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON array of list items")
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(
+        mut self,
+        mut seq: A,
+    ) -> Result<Self::Value, A::Error> {
+        // Names seen so far: sized by the usable items as they come, never by the element count.
+        let mut seen = HashSet::new();
+        let mut index = 0usize;
+        while let Some(element) = seq.next_element::<&'de RawValue>()? {
+            self.item(index, element, &mut seen);
+            index += 1;
+        }
+        Ok(self.out)
+    }
+}
+
+impl<F, T> ListSeed<'_, F, T>
+where
+    F: FnMut(NamedItem) -> T,
+{
+    fn item(&mut self, index: usize, element: &RawValue, seen: &mut HashSet<String>) {
+        if !element.get().starts_with('{') {
+            // No object at all (a raw value's text has no leading space): nothing to decode.
+            self.out.rejected.push_with(|| DecodeError {
+                path: format!("$[{index}]"),
+                message: format!("not an object: `{}`", shortened(element.get())),
+            });
+            return;
+        }
         let mut item = match serde_json::from_str::<ListItem>(element.get()) {
             Ok(item) => item,
             Err(_) => {
@@ -347,42 +504,30 @@ pub fn decode_list_with<T>(
                         message: "invalid item".into(),
                     },
                 };
-                out.rejected.push(error);
-                continue;
+                self.out.rejected.push(error);
+                return;
             }
         };
+        let name_field = self.name_field;
         let name = match name_field {
             "ip" => item.ip.take(),
             _ => item.domain.take(),
         };
         let Some(name) = name.filter(|n| !n.is_empty()) else {
-            out.rejected.push(DecodeError {
+            self.out.rejected.push(DecodeError {
                 path: format!("$[{index}].{name_field}"),
                 message: format!("missing or empty `{name_field}`"),
             });
-            continue;
+            return;
         };
         if !seen.insert(name.clone()) {
-            out.duplicates += 1;
-            continue;
+            self.out.duplicates += 1;
+            return;
         }
-        out.items.push(convert(NamedItem { name, item }));
+        self.out
+            .items
+            .push((self.convert)(NamedItem { name, item }));
     }
-    // A list of which nothing can be used says nothing about the fleet: it is a bad body, not
-    // "every asset is gone".
-    if out.items.is_empty() && !out.rejected.is_empty() {
-        let first = &out.rejected[0];
-        return Err(DecodeError {
-            path: "$".into(),
-            message: format!(
-                "none of the {} items can be used (the first: {} at {})",
-                out.rejected.len(),
-                first.message,
-                first.path
-            ),
-        });
-    }
-    Ok(out)
 }
 
 #[cfg(test)]
@@ -403,6 +548,15 @@ mod tests {
         "snds_reputation_change": {"last_check": null}
     }"#;
 
+    /// The list as the pollers take it: items as decoded, refused when unusable ones prevail.
+    fn decode_list(bytes: &[u8], name_field: &str) -> Result<DecodedList, DecodeError> {
+        let list = decode_list_with(bytes, name_field, |item| item)?;
+        match list.refusal() {
+            Some(refused) => Err(refused),
+            None => Ok(list),
+        }
+    }
+
     #[test]
     fn an_ip_item_of_the_documented_shape_decodes_field_by_field() {
         let list = decode_list(format!("[{IP_ITEM}]").as_bytes(), "ip").unwrap();
@@ -417,7 +571,7 @@ mod tests {
         assert_eq!(item.blacklisted_change.last_check, Loose::Number(1.0));
         assert_eq!(item.snds_blocked, Loose::Null);
         assert_eq!(item.snds_reputation_change.last_check, Loose::Null);
-        assert!(list.rejected.is_empty());
+        assert_eq!(list.rejected, Rejected::default());
     }
 
     #[test]
@@ -485,16 +639,18 @@ mod tests {
         let body = r#"[{"ip": "192.0.2.1", "senderscore": 70}, {"ip": "192.0.2.2", "senderscore": "high"}]"#;
         let list = decode_list(body.as_bytes(), "ip").unwrap();
         assert_eq!(list.items.len(), 1);
-        assert_eq!(list.rejected.len(), 1);
-        assert_eq!(list.rejected[0].path, "$[1].senderscore");
-        assert!(list.rejected[0].message.contains("invalid type"));
+        assert_eq!(list.rejected.count, 1);
+        assert_eq!(list.rejected.first[0].path, "$[1].senderscore");
+        assert!(list.rejected.first[0].message.contains("invalid type"));
+        assert_eq!(list.rejected.by_field, BTreeMap::from([("senderscore", 1)]));
     }
 
     #[test]
     fn an_item_without_its_name_is_rejected() {
         let list = decode_list(br#"[{"senderscore": 70}, {"ip": "192.0.2.1"}]"#, "ip").unwrap();
         assert_eq!(list.items.len(), 1);
-        assert_eq!(list.rejected[0].path, "$[0].ip");
+        assert_eq!(list.rejected.first[0].path, "$[0].ip");
+        assert_eq!(list.rejected.by_field, BTreeMap::from([("ip", 1)]));
     }
 
     #[test]
@@ -508,7 +664,53 @@ mod tests {
             assert!(error.message.starts_with("none of the "), "{error}");
         }
         let empty = decode_list(b"[]", "ip").unwrap();
-        assert!(empty.items.is_empty() && empty.rejected.is_empty());
+        assert!(empty.items.is_empty() && empty.rejected.count == 0);
+    }
+
+    #[test]
+    fn a_list_whose_unusable_items_outnumber_the_usable_ones_is_refused_and_a_tie_is_not() {
+        let refused = decode_list(br#"[{"ip": "192.0.2.1"}, 1, 2]"#, "ip").unwrap_err();
+        assert_eq!(
+            refused.message,
+            "2 of the 3 items cannot be used, more than can (the first: not an object: `1` at \
+             $[1]); the list is not taken as the fleet"
+        );
+        let tie = decode_list(br#"[{"ip": "192.0.2.1"}, 1]"#, "ip").unwrap();
+        assert_eq!((tie.items.len(), tie.rejected.count), (1, 1));
+    }
+
+    #[test]
+    fn unusable_items_keep_only_a_count_and_the_first_few_reasons() {
+        let mut body = String::from(r#"[{"ip": "192.0.2.1"}"#);
+        for i in 0..200_000 {
+            body.push_str(if i % 2 == 0 { ",7" } else { r#",{"ip": 5}"# });
+        }
+        body.push(']');
+        let list = decode_list_with(body.as_bytes(), "ip", |item| item).unwrap();
+        assert_eq!(list.items.len(), 1);
+        assert_eq!(list.rejected.count, 200_000);
+        assert_eq!(list.rejected.first.len(), Rejected::KEPT);
+        assert_eq!(
+            list.rejected.by_field,
+            BTreeMap::from([("ip", 100_000), ("item", 100_000)])
+        );
+        assert!(list.refusal().is_some());
+        assert!(
+            list.items.capacity() < 16,
+            "sized by what is kept, not by the element count"
+        );
+    }
+
+    #[test]
+    fn a_rejected_item_is_counted_under_the_field_it_failed_on() {
+        assert_eq!(item_field("$[3].senderscore"), "senderscore");
+        assert_eq!(item_field("$[3].hosts[1]"), "hosts");
+        assert_eq!(
+            item_field("$[3].senderscore_change.last_check"),
+            "senderscore_change"
+        );
+        assert_eq!(item_field("$[3]"), "item");
+        assert_eq!(item_field("$[3].surprise"), "item");
     }
 
     #[test]

@@ -199,7 +199,7 @@ proptest! {
 
     #[test]
     fn any_list_body_decodes_or_fails_cleanly(body in proptest::collection::vec(any::<u8>(), 0..200)) {
-        let _ = dto::decode_list(&body, "ip");
+        let _ = dto::decode_list_with(&body, "ip", |item| item);
     }
 }
 

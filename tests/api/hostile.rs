@@ -66,6 +66,55 @@ async fn a_list_of_which_no_item_can_be_used_fails_the_poll_and_keeps_the_fleet(
 }
 
 #[tokio::test]
+async fn a_list_mostly_of_garbage_fails_the_poll_keeps_the_fleet_and_counts_the_garbage() {
+    let app = polled("200ms").await;
+    // One usable item among 3,000 unusable ones: not "the fleet is now this one asset".
+    let mut items = vec![json!({"ip": "203.0.113.9", "senderscore": 80})];
+    items.extend((0..1000).map(|i| json!(i)));
+    items.extend((0..2000).map(|_| json!({"ip": "192.0.2.200", "senderscore": "high"})));
+    app.upstream.set_items(Kind::Ip, items);
+    let body = app
+        .metrics_when("the refused list", |b| {
+            sample(b, r#"reputation_api_up{endpoint="ip-list"}"#) == Some(0.0)
+        })
+        .await;
+    assert_eq!(value(&body, r#"reputation_assets{kind="ip"}"#), 3.0);
+    assert!(
+        !body.contains("203.0.113.9"),
+        "the one usable item is not the fleet"
+    );
+    assert!(
+        value(
+            &body,
+            r#"reputation_unrecognized_values_total{field="item"}"#
+        ) >= 1000.0,
+        "{body}"
+    );
+    assert!(
+        value(
+            &body,
+            r#"reputation_unrecognized_values_total{field="senderscore"}"#
+        ) >= 2000.0
+    );
+    let logs = app
+        .log_when("3000 of the 3001 items cannot be used, more than can")
+        .await;
+    assert!(
+        logs.lines().any(|l| l.contains("poll failed")
+            && l.contains("endpoint=ip-list")
+            && l.contains("the list is not taken as the fleet")),
+        "{logs}"
+    );
+    assert!(
+        logs.lines()
+            .filter(|l| l.contains("skipped an invalid item"))
+            .count()
+            == 0,
+        "a refused list logs no line per item"
+    );
+}
+
+#[tokio::test]
 async fn an_empty_list_after_a_full_one_is_accepted_with_a_warning() {
     let app = polled("200ms").await;
     app.upstream.set_items(Kind::Ip, Vec::new());
