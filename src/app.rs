@@ -139,6 +139,7 @@ impl App {
                 .collect(),
             process: process.clone(),
             telemetry_path: config.web.telemetry_path.clone(),
+            poll_interval: config.poll_interval,
             web: config.web.config_file.clone(),
             demo: demo.is_some(),
         };

@@ -97,6 +97,9 @@ impl Poller {
                 next_poll: Some(self.interval),
             };
             let outcome = self.cycle(with_user, cycle).await;
+            let wait = due.saturating_duration_since(Instant::now());
+            self.telemetry
+                .next_poll_at(crate::telemetry::unix_now() + wait.as_secs_f64());
             // `user` is asked hourly once it has answered; until then, every cycle.
             if with_user && outcome.user {
                 next_user = started + USER_INTERVAL;

@@ -2,13 +2,16 @@
 
 use std::fmt::Write as _;
 
-use axum::extract::State;
-use axum::response::Html;
+use std::time::Duration;
 
-use super::AppState;
-use crate::snapshot::{LOW_SCORE, WORST_KEPT};
+use axum::extract::{Query, State};
+use axum::http::StatusCode;
+use axum::response::{Html, IntoResponse as _, Response};
+
+use super::{AccountState, AppState};
+use crate::snapshot::{LOW_SCORE, Snapshot, WORST_KEPT};
 use crate::telemetry::unix_now;
-use crate::vocabulary::{Kind, SndsColour};
+use crate::vocabulary::{Endpoint, Kind, SndsColour};
 
 /// Assets listed on the landing page; the rest are in `/metrics`.
 const LANDING_ROWS: usize = WORST_KEPT;
@@ -20,59 +23,161 @@ const STYLE: &str = "body{font-family:sans-serif;margin:2em;color:#222}\
      td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}\
      .bad{background:#f8d7da}.warn{background:#fff3cd}.good{background:#d4edda}\
      .demo{background:#fff3cd;border:1px solid #e0c060;padding:4px 8px;display:inline-block}\
-     .summary{font-size:1.1em}";
+     .summary{font-size:1.1em}.legend{font-size:0.9em;color:#555}\
+     .legend span{padding:0 4px}";
 
-pub(super) async fn landing(State(state): State<AppState>) -> Html<String> {
-    let Some(account) = state.single() else {
-        return Html(accounts_page(&state));
-    };
-    let snapshot = account.snapshots.borrow().clone();
-    let telemetry = &account.telemetry;
-    let mut page = String::with_capacity(16 * 1024);
-    let version = env!("CARGO_PKG_VERSION");
-    let path = escape(&state.telemetry_path);
-    let _ = write!(
-        page,
+/// `/?account=NAME`: one account's page, with several accounts.
+#[derive(Debug, serde::Deserialize)]
+pub(super) struct Landing {
+    account: Option<String>,
+}
+
+pub(super) async fn landing(
+    State(state): State<AppState>,
+    Query(landing): Query<Landing>,
+) -> Response {
+    match (state.single(), landing.account.as_deref()) {
+        (Some(one), _) => Html(account_page(&state, one)).into_response(),
+        (None, None) => Html(accounts_page(&state)).into_response(),
+        (None, Some(name)) => match state.account(name) {
+            Some(account) => Html(account_page(&state, account)).into_response(),
+            None => (
+                StatusCode::NOT_FOUND,
+                Html(format!(
+                    "{}<p>There is no account named <code>{}</code>. \
+                     <a href=\"/\">All accounts</a>.</p></body></html>\n",
+                    head(),
+                    escape(name)
+                )),
+            )
+                .into_response(),
+        },
+    }
+}
+
+/// The document's start, up to and including the page title.
+fn head() -> String {
+    format!(
         "<!doctype html><html><head><meta charset=\"utf-8\"><title>Reputation Exporter</title>\
          <style>{STYLE}</style></head><body><h1>Reputation Exporter</h1>"
-    );
+    )
+}
+
+/// What the colours mean, under every table that uses them.
+fn legend() -> String {
+    format!(
+        "<p class=\"legend\">Colours: Sender Score <span class=\"bad\">below {LOW_SCORE}</span>, \
+         <span class=\"warn\">below 80</span>, <span class=\"good\">80 or more</span>; \
+         blacklistings <span class=\"bad\">listed on one or more</span>, \
+         <span class=\"good\">none</span>; SNDS as its colour; an endpoint or account \
+         <span class=\"bad\">failed at its last poll</span>, <span class=\"warn\">not polled \
+         yet</span>, <span class=\"good\">ok</span>.</p>"
+    )
+}
+
+/// A duration as people say it, to the second: `4m 12s`.
+fn spoken(seconds: f64) -> String {
+    humantime::format_duration(Duration::from_secs(seconds.max(0.0) as u64)).to_string()
+}
+
+/// When the lists are polled, and when next.
+fn schedule(state: &AppState, account: &AccountState) -> String {
+    let every = spoken(state.poll_interval.as_secs_f64());
+    match account.telemetry.next_poll() {
+        Some(at) => format!(
+            "The lists are polled every {every}; the next poll is due in {}.",
+            spoken(at - unix_now())
+        ),
+        None => format!("The lists are polled every {every}; the first poll is under way."),
+    }
+}
+
+/// Why an account has no data yet: its failing endpoints, or its first poll still running.
+fn no_data(account: &AccountState) -> String {
+    let failing: Vec<String> = account
+        .telemetry
+        .health()
+        .iter()
+        .filter(|h| {
+            !h.up
+                && h.last_tried.is_some()
+                && matches!(h.endpoint, Endpoint::IpList | Endpoint::DomainList)
+        })
+        .map(|h| {
+            let why = h.error.as_deref().unwrap_or("failed");
+            format!("{}: {}", h.endpoint.label(), escape(why))
+        })
+        .collect();
+    if failing.is_empty() {
+        "no data yet: the first poll has not ended".to_owned()
+    } else {
+        format!("no data yet: {}", failing.join("; "))
+    }
+}
+
+/// One account's page: what the single-account exporter shows at `/`, and `/?account=NAME`.
+fn account_page(state: &AppState, account: &AccountState) -> String {
+    let snapshot = account.snapshots.borrow().clone();
+    let telemetry = &account.telemetry;
+    let mut page = head();
+    let version = env!("CARGO_PKG_VERSION");
+    let path = escape(&state.telemetry_path);
     if state.demo {
         page.push_str(
             "<p class=\"demo\">Demo mode: the data comes from the built-in simulated API, not \
              from an account.</p>",
         );
     }
-    let readiness = if snapshot.ready {
-        "ready"
-    } else {
-        "not ready yet (no list has been polled successfully)"
-    };
-    let _ = write!(
-        page,
-        "<p>Version {version}. Metrics: <a href=\"{path}\">{path}</a>. \
-         Readiness: {readiness} (<a href=\"/-/ready\">/-/ready</a>, \
-         <a href=\"/-/healthy\">/-/healthy</a>).</p>"
-    );
+    match &account.name {
+        None => {
+            let readiness = if snapshot.ready {
+                "ready"
+            } else {
+                "not ready yet (no list has been polled successfully)"
+            };
+            let _ = write!(
+                page,
+                "<p>Version {version}. Metrics: <a href=\"{path}\">{path}</a>. \
+                 Readiness: {readiness} (<a href=\"/-/ready\">/-/ready</a>, \
+                 <a href=\"/-/healthy\">/-/healthy</a>).</p>"
+            );
+        }
+        Some(name) => {
+            let name = escape(name);
+            let _ = write!(
+                page,
+                "<h2>Account {name}</h2><p>Version {version}. Its metrics: \
+                 <a href=\"/probe?target={name}\">/probe?target={name}</a>. \
+                 <a href=\"/\">All accounts</a>.</p>"
+            );
+        }
+    }
+    let _ = write!(page, "<p>{}</p>", schedule(state, account));
 
-    let summary = snapshot.summary();
-    let _ = write!(
-        page,
-        "<p class=\"summary\">{} assets ({} IP addresses, {} domains): <b>{}</b> listed on a \
-         blacklist, <b>{}</b> with SNDS red, <b>{}</b> with a Sender Score below {LOW_SCORE}.</p>",
-        summary.assets,
-        snapshot.count(Kind::Ip),
-        snapshot.count(Kind::Domain),
-        summary.listed,
-        summary.snds_red,
-        summary.low_score,
-    );
+    if snapshot.ready {
+        let summary = snapshot.summary();
+        let _ = write!(
+            page,
+            "<p class=\"summary\">{} assets ({} IP addresses, {} domains): <b>{}</b> listed on \
+             a blacklist, <b>{}</b> with SNDS red, <b>{}</b> with a Sender Score below \
+             {LOW_SCORE}.</p>",
+            summary.assets,
+            snapshot.count(Kind::Ip),
+            snapshot.count(Kind::Domain),
+            summary.listed,
+            summary.snds_red,
+            summary.low_score,
+        );
+    } else {
+        let _ = write!(page, "<p class=\"summary warn\">{}.</p>", no_data(account));
+    }
 
     page.push_str(
         "<h2>Upstream API</h2><table><tr><th>endpoint</th><th>last poll</th>\
          <th>last tried</th><th>last success</th></tr>",
     );
     let now = unix_now();
-    let ago = |t: Option<f64>| t.map_or("never".to_owned(), |t| format!("{:.0} s ago", now - t));
+    let ago = |t: Option<f64>| t.map_or("never".to_owned(), |t| format!("{} ago", spoken(now - t)));
     for health in telemetry.health() {
         let (class, state) = match (&health.error, health.up, health.last_tried) {
             (_, _, None) => ("warn", "not polled yet".to_owned()),
@@ -89,10 +194,21 @@ pub(super) async fn landing(State(state): State<AppState>) -> Html<String> {
             ago(health.last_success),
         );
     }
+    page.push_str("</table>");
+    if snapshot.ready {
+        assets_table(&mut page, &snapshot, &path);
+    }
+    page.push_str(&legend());
+    page.push_str("</body></html>\n");
+    page
+}
+
+/// The assets of one account, worst first.
+fn assets_table(page: &mut String, snapshot: &Snapshot, path: &str) {
     let reports = snapshot.reports.as_deref();
     let _ = write!(
         page,
-        "</table><h2>Assets, worst first</h2><table><tr><th>kind</th><th>asset</th>\
+        "<h2>Assets, worst first</h2><table><tr><th>kind</th><th>asset</th>\
          <th class=\"num\">sender score</th><th class=\"num\">blacklistings</th><th>SNDS</th>{}\
          </tr>",
         if reports.is_some() {
@@ -153,39 +269,37 @@ pub(super) async fn landing(State(state): State<AppState>) -> Html<String> {
             total - LANDING_ROWS
         );
     }
-    page.push_str("</table></body></html>\n");
-    Html(page)
+    page.push_str("</table>");
 }
 
 /// The page of an exporter with several accounts: each account's health, its assets in
-/// trouble and the link to its probe.
+/// trouble, when it is polled next, and the links to its page and its probe.
 fn accounts_page(state: &AppState) -> String {
-    let mut page = String::with_capacity(8 * 1024);
+    let mut page = head();
     let version = env!("CARGO_PKG_VERSION");
     let path = escape(&state.telemetry_path);
     let ready = state.accounts.iter().all(|a| *a.cycles.borrow() > 0);
     let _ = write!(
         page,
-        "<!doctype html><html><head><meta charset=\"utf-8\"><title>Reputation Exporter</title>\
-         <style>{STYLE}</style></head><body><h1>Reputation Exporter</h1>\
-         <p>Version {version}. {} accounts, each on <code>/probe?target=NAME</code>; the \
+        "<p>Version {version}. {} accounts, each on <code>/probe?target=NAME</code>; the \
          exporter's own metrics: <a href=\"{path}\">{path}</a>. Readiness: {} \
-         (<a href=\"/-/ready\">/-/ready</a>, <a href=\"/-/healthy\">/-/healthy</a>).</p>\
+         (<a href=\"/-/ready\">/-/ready</a>, <a href=\"/-/healthy\">/-/healthy</a>). \
+         The lists are polled every {}.</p>\
          <h2>Accounts</h2><table><tr><th>account</th><th>lists</th><th>failing</th>\
          <th class=\"num\">assets</th><th class=\"num\">listed</th>\
          <th class=\"num\">SNDS red</th><th class=\"num\">score below {LOW_SCORE}</th>\
-         <th>metrics</th></tr>",
+         <th class=\"num\">next poll in</th><th>metrics</th></tr>",
         state.accounts.len(),
         if ready {
             "ready"
         } else {
             "not every account polled yet"
         },
+        spoken(state.poll_interval.as_secs_f64()),
     );
     for account in &state.accounts {
         let name = escape(account.name.as_deref().unwrap_or_default());
         let snapshot = account.snapshots.borrow().clone();
-        let summary = snapshot.summary();
         let health = account.telemetry.health();
         let failing: Vec<String> = health
             .iter()
@@ -205,24 +319,38 @@ fn accounts_page(state: &AppState) -> String {
         } else {
             ("bad", "failed")
         };
-        let bad = |n: usize| if n > 0 { "num bad" } else { "num good" };
+        let counts = if snapshot.ready {
+            let summary = snapshot.summary();
+            let bad = |n: usize| if n > 0 { "num bad" } else { "num good" };
+            format!(
+                "<td class=\"num\">{}</td><td class=\"{}\">{}</td><td class=\"{}\">{}</td>\
+                 <td class=\"{}\">{}</td>",
+                summary.assets,
+                bad(summary.listed),
+                summary.listed,
+                bad(summary.snds_red),
+                summary.snds_red,
+                bad(summary.low_score),
+                summary.low_score,
+            )
+        } else {
+            format!("<td colspan=\"4\" class=\"warn\">{}</td>", no_data(account))
+        };
+        let next = account
+            .telemetry
+            .next_poll()
+            .map_or("–".to_owned(), |at| spoken(at - unix_now()));
         let _ = write!(
             page,
-            "<tr><td>{name}</td><td class=\"{class}\">{lists}</td><td>{}</td>\
-             <td class=\"num\">{}</td><td class=\"{}\">{}</td><td class=\"{}\">{}</td>\
-             <td class=\"{}\">{}</td><td><a href=\"/probe?target={name}\">/probe?target={name}</a>\
-             </td></tr>",
+            "<tr><td><a href=\"/?account={name}\">{name}</a></td><td class=\"{class}\">{lists}</td>\
+             <td>{}</td>{counts}<td class=\"num\">{next}</td>\
+             <td><a href=\"/probe?target={name}\">/probe?target={name}</a></td></tr>",
             failing.join(", "),
-            summary.assets,
-            bad(summary.listed),
-            summary.listed,
-            bad(summary.snds_red),
-            summary.snds_red,
-            bad(summary.low_score),
-            summary.low_score,
         );
     }
-    page.push_str("</table></body></html>\n");
+    page.push_str("</table>");
+    page.push_str(&legend());
+    page.push_str("</body></html>\n");
     page
 }
 

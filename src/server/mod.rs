@@ -40,6 +40,8 @@ pub struct AppState {
     pub process: Arc<ProcessMetrics>,
     /// Path of the metrics endpoint.
     pub telemetry_path: String,
+    /// How often the lists are polled (`poll.interval`), said on the landing page.
+    pub poll_interval: Duration,
     /// TLS, basic auth and extra headers (`--web.config.file`).
     pub web: Arc<WebConfigFile>,
     /// Whether the data comes from `--demo`'s simulated API, said on the landing page.

@@ -122,6 +122,8 @@ struct State {
     logged_values: HashSet<(&'static str, String)>,
     /// Per endpoint: when its last poll ended, and why it failed when it did.
     last_poll: BTreeMap<Endpoint, (f64, Option<String>)>,
+    /// Unix time the next poll of the lists is due, once the first has ended.
+    next_poll: Option<f64>,
 }
 
 /// Health of one endpoint, for the landing page.
@@ -307,6 +309,16 @@ impl Telemetry {
     /// Records the length of the last whole poll.
     pub fn poll_duration(&self, elapsed: Duration) {
         self.poll_duration.set(Seconds(elapsed.as_secs_f64()));
+    }
+
+    /// Records when the next poll of the lists is due (Unix time), for the landing page.
+    pub fn next_poll_at(&self, at: f64) {
+        self.state().next_poll = Some(at);
+    }
+
+    /// When the next poll of the lists is due (Unix time), once the first has ended.
+    pub fn next_poll(&self) -> Option<f64> {
+        self.state().next_poll
     }
 
     /// Records the account the token belongs to.

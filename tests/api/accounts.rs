@@ -243,3 +243,73 @@ async fn once_with_a_target_prints_that_account_and_without_one_says_what_to_giv
         "{stderr}"
     );
 }
+
+#[tokio::test]
+async fn the_landing_page_says_why_an_account_has_no_data_and_links_each_accounts_assets() {
+    let (eu, us) = upstreams();
+    for list in ["/api/v1/ip-list", "/api/v1/domain-list"] {
+        us.set_outage(list, Some(503));
+    }
+    let app = spawn_accounts(
+        vec![("eu", eu, EU_TOKEN), ("us", us, US_TOKEN)],
+        "5m",
+        |s| {
+            s.backoff.initial_delay = crate::helpers::duration("10ms");
+            s.backoff.max_delay = crate::helpers::duration("20ms");
+            s.backoff.max_elapsed = crate::helpers::duration("100ms");
+        },
+    )
+    .await;
+    // Both first polls have ended once the exporter is ready.
+    let deadline = tokio::time::Instant::now() + crate::helpers::DEADLINE;
+    while app.get("/-/ready").await.status() != 200 {
+        assert!(tokio::time::Instant::now() < deadline, "never ready");
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    let page = app.get("/").await.text().await.unwrap();
+    let row = |name: &str| {
+        let start = page
+            .find(&format!("<tr><td><a href=\"/?account={name}\">{name}</a>"))
+            .unwrap_or_else(|| panic!("no row for {name}: {page}"));
+        page[start..start + page[start..].find("</tr>").unwrap()].to_owned()
+    };
+    let us_row = row("us");
+    assert!(
+        us_row.contains(
+            "<td colspan=\"4\" class=\"warn\">no data yet: ip-list: HTTP 503; domain-list: HTTP \
+             503</td>"
+        ),
+        "{us_row}"
+    );
+    assert!(
+        !us_row.contains("num good"),
+        "no green zeros for an account without data"
+    );
+    let eu_row = row("eu");
+    assert!(eu_row.contains("<td class=\"num\">2</td>"), "{eu_row}");
+    assert!(page.contains("The lists are polled every 5m."), "{page}");
+    // The next poll is due in a little under 5 minutes for both.
+    assert_eq!(page.matches("<td class=\"num\">4m ").count(), 2, "{page}");
+    assert!(page.contains("class=\"legend\">Colours: Sender Score"));
+
+    let eu_page = app.get("/?account=eu").await.text().await.unwrap();
+    assert!(eu_page.contains("<h2>Account eu</h2>"), "{eu_page}");
+    assert!(eu_page.contains("<td>192.0.2.1</td>") && eu_page.contains("<td>192.0.2.2</td>"));
+    assert!(!eu_page.contains("198.51.100.7"), "only its own assets");
+    assert!(eu_page.contains("the next poll is due in 4m "), "{eu_page}");
+    let us_page = app.get("/?account=us").await.text().await.unwrap();
+    assert!(
+        us_page.contains("no data yet: ip-list: HTTP 503"),
+        "{us_page}"
+    );
+    assert!(!us_page.contains("Assets, worst first"));
+    let unknown = app.get("/?account=asia").await;
+    assert_eq!(unknown.status(), 404);
+    assert!(
+        unknown
+            .text()
+            .await
+            .unwrap()
+            .contains("no account named <code>asia</code>")
+    );
+}

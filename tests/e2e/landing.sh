@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The landing page as a person sees it: the exporter in --demo mode, its page loaded by a real
-# headless Chromium (Debian's), the rendered DOM checked for the summary, the coloured cells
-# and the blacklists, and a screenshot left in target/landing.png. Everything listens on
+# headless Chromium (Debian's), the rendered DOM checked for the summary, the coloured cells,
+# the blacklists, the schedule and the legend, and a screenshot left in target/landing.png;
+# then an exporter with two accounts, one of them down, whose page must say why that one has no
+# data and lead to the other's assets (target/landing-accounts.png). Everything listens on
 # 127.0.0.1 and is stopped on exit.
 #
 # Usage: tests/e2e/landing.sh [path/to/reputation-exporter]
@@ -38,10 +40,59 @@ grep -Eq '[0-9]+ assets \([0-9]+ IP addresses, [0-9]+ domains\): <b>[0-9]+</b> l
 grep -q '<th>listed on</th>' "$work/dom.html" || fail "no blacklist column"
 grep -q 'class="num bad"' "$work/dom.html" || fail "no cell coloured as bad"
 grep -q 'href="/-/ready"' "$work/dom.html" || fail "no readiness link"
+grep -Eq 'The lists are polled every 15s; the next poll is due in [0-9]+s' "$work/dom.html" ||
+    fail "no poll schedule"
+grep -q 'class="legend">Colours: Sender Score' "$work/dom.html" || fail "no legend"
 if grep -q '<script' "$work/dom.html"; then fail "the page has a script"; fi
 
 mkdir -p target
 chromium --screenshot="$PWD/target/landing.png" --window-size=1280,1024 "$url/" ||
     fail "no screenshot"
 [ -s target/landing.png ] || fail "empty screenshot"
-echo "landing: passed (screenshot in target/landing.png)"
+
+# Two accounts: `up` polls a simulated API, `down` a port where nothing listens.
+cargo build --quiet --example simulated_api
+target/debug/examples/simulated_api 12 127.0.0.1:0 >"$work/up.url" &
+pids+=($!)
+for _ in $(seq 50); do [ -s "$work/up.url" ] && break; sleep 0.1; done
+cat >"$work/accounts.toml" <<TOML
+[poll]
+interval = "1m"
+
+[backoff]
+max_elapsed = "1s"
+
+[accounts.up]
+base_url = "$(head -n1 "$work/up.url")"
+token = "demo-token"
+
+[accounts.down]
+base_url = "http://127.0.0.1:$(free_port)"
+token = "demo-token"
+TOML
+port=$(free_port)
+"$exporter_bin" --config.file "$work/accounts.toml" --web.listen-address "127.0.0.1:$port" \
+    >"$work/accounts.log" 2>&1 &
+pids+=($!)
+url="http://127.0.0.1:$port"
+deadline=$((SECONDS + 60))
+until curl -sf -o /dev/null "$url/-/ready"; do
+    [ "$SECONDS" -lt "$deadline" ] || fail "the two accounts were never polled"
+    sleep 1
+done
+chromium --dump-dom "$url/" >"$work/accounts.html" || fail "chromium could not load the page"
+down_row=$(grep -o '<tr><td><a href="/?account=down">down</a>.*' "$work/accounts.html" | sed 's#</tr>.*##')
+[ -n "$down_row" ] || fail "no row for the account that is down"
+grep -q 'no data yet: ip-list: connection refused; domain-list: connection refused' <<<"$down_row" ||
+    fail "the down account does not say why it has no data: $down_row"
+if grep -q 'num good' <<<"$down_row"; then fail "green cells for an account without data"; fi
+grep -q 'href="/?account=up"' "$work/accounts.html" || fail "no link to the up account's page"
+grep -q 'class="legend">Colours' "$work/accounts.html" || fail "no legend"
+grep -q '<th class="num">next poll in</th>' "$work/accounts.html" || fail "no next poll column"
+chromium --dump-dom "$url/?account=up" >"$work/up.html" || fail "chromium could not load /?account=up"
+grep -q '<h2>Account up</h2>' "$work/up.html" || fail "no account heading"
+grep -q 'Assets, worst first' "$work/up.html" || fail "the up account's assets are not shown"
+grep -q '<td>192.0.2.1</td>' "$work/up.html" || fail "192.0.2.1 is not on the up account's page"
+chromium --screenshot="$PWD/target/landing-accounts.png" --window-size=1280,600 "$url/" ||
+    fail "no screenshot of the accounts"
+echo "landing: passed (screenshots in target/landing.png, target/landing-accounts.png)"
