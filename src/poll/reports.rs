@@ -1,10 +1,14 @@
 //! Asset reports: which blacklist lists an asset, its tags, when its score last changed.
 //!
 //! One request per asset is the only upstream cost that grows with the fleet, so this loop is
-//! off by default, runs on its own `asset_reports.interval`, spreads each round's requests evenly
-//! over the interval, keeps at most `asset_reports.concurrency` in flight, and fetches only the
-//! assets that `include`, `exclude` and `shard` select. Results reach the served snapshot in
-//! batches, so a round of 100,000 reports does not re-render the bodies 100,000 times.
+//! off by default, runs on its own `asset_reports.interval`, keeps at most
+//! `asset_reports.concurrency` in flight, and fetches only the assets that `include`, `exclude`
+//! and `shard` select. The first round after a start (or after the account is added by a
+//! reload) runs at full concurrency, so the report series exist within minutes; later rounds
+//! spread their requests evenly over the interval. A 429 pauses the round for as long as the
+//! API asked (or the backoff chose) before any new request starts. Reports reach the served
+//! snapshot as they arrive, in batches a second or more apart, so a round of 100,000 reports
+//! does not re-render the bodies 100,000 times.
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
@@ -24,8 +28,12 @@ use crate::upstream::retry::RetryPolicy;
 use crate::upstream::{Client, FetchError, asset_path};
 use crate::vocabulary::{Endpoint, Kind, Unrecognized};
 
-/// Reports that arrived are published at least this often during a round.
-const PUBLISH_EVERY: Duration = Duration::from_secs(10);
+/// Reports that arrived are published at least this often during a round...
+const PUBLISH_AT_LEAST_EVERY: Duration = Duration::from_secs(10);
+
+/// ...and at most this often, or three times as long as the last publication took, so that
+/// rebuilding the snapshot never takes more than a quarter of a blocking thread.
+const PUBLISH_AT_MOST_EVERY: Duration = Duration::from_secs(1);
 
 /// How the asset reports are fetched (`[asset_reports]`).
 #[derive(Debug, Clone)]
@@ -96,10 +104,13 @@ impl ReportPoller {
         if snapshots.wait_for(|s| s.ready).await.is_err() {
             return;
         }
+        // The first round at full concurrency: its series matter most right after a start.
+        let mut spread = false;
         loop {
             let started = Instant::now();
             let due = started + self.interval;
-            self.round(started, due, true).await;
+            self.round(started, due, spread).await;
+            spread = true;
             tokio::time::sleep_until(due).await;
         }
     }
@@ -139,10 +150,12 @@ impl ReportPoller {
         } else {
             Duration::ZERO
         };
+        let pause = &Pause::default();
         let mut results = futures_util::stream::iter(targets.into_iter().enumerate())
             .map(|(i, (kind, name))| async move {
                 tokio::time::sleep_until(started + spacing * i as u32).await;
-                let outcome = self.fetch(&name, due).await;
+                pause.wait().await;
+                let outcome = self.fetch(&name, due, pause).await;
                 (kind, name, outcome)
             })
             .buffer_unordered(self.concurrency);
@@ -152,6 +165,7 @@ impl ReportPoller {
         let (mut fetched, mut gone) = (0usize, 0usize);
         let mut failures: BTreeMap<String, usize> = BTreeMap::new();
         let mut last_publish = Instant::now();
+        let mut publish_every = PUBLISH_AT_MOST_EVERY;
         while let Some((kind, name, outcome)) = results.next().await {
             match outcome {
                 Outcome::Report(dto) => {
@@ -164,15 +178,23 @@ impl ReportPoller {
                 }
                 Outcome::Failed(class) => *failures.entry(class).or_default() += 1,
             }
-            if last_publish.elapsed() >= PUBLISH_EVERY {
+            if !batch.is_empty() && last_publish.elapsed() >= publish_every {
+                let publishing = Instant::now();
                 self.publish(std::mem::take(&mut batch), &mut unrecognized)
                     .await;
+                publish_every =
+                    (publishing.elapsed() * 3).clamp(PUBLISH_AT_MOST_EVERY, PUBLISH_AT_LEAST_EVERY);
                 last_publish = Instant::now();
             }
         }
         self.publish(batch, &mut unrecognized).await;
         let failed: usize = failures.values().sum();
         let took = format!("{:.1}s", started.elapsed().as_secs_f64());
+        let why = failures
+            .iter()
+            .map(|(class, n)| format!("{class}={n}"))
+            .collect::<Vec<_>>()
+            .join(", ");
         if failed == 0 {
             info!(
                 assets,
@@ -183,11 +205,6 @@ impl ReportPoller {
                 "asset report round ended"
             );
         } else {
-            let why = failures
-                .iter()
-                .map(|(class, n)| format!("{class}={n}"))
-                .collect::<Vec<_>>()
-                .join(", ");
             warn!(
                 assets,
                 fetched,
@@ -199,12 +216,8 @@ impl ReportPoller {
                  until metrics.max_age"
             );
         }
-        if failed == 0 {
-            self.telemetry.polled(Endpoint::Asset, true);
-        } else {
-            let class = format!("{failed} report(s) failed");
-            self.telemetry.failed(Endpoint::Asset, class);
-        }
+        let failure = (failed > 0).then(|| format!("{failed} of {assets} reports failed ({why})"));
+        self.telemetry.round_ended(fetched + gone, failure);
         failed == 0
     }
 
@@ -227,7 +240,7 @@ impl ReportPoller {
         }
     }
 
-    async fn fetch(&self, name: &str, due: Instant) -> Outcome {
+    async fn fetch(&self, name: &str, due: Instant, pause: &Pause) -> Outcome {
         let Some(path) = asset_path(name) else {
             warn!(
                 asset = name,
@@ -251,9 +264,17 @@ impl ReportPoller {
                         Ok((report, unrecognized))
                     })
                 },
-                |_, _| {},
+                |error, delay| {
+                    if error.is_rate_limit() {
+                        pause.until(Instant::now() + delay);
+                    }
+                },
             )
             .await;
+        self.telemetry.report_answered(
+            result.is_ok()
+                || matches!(&result, Err(FetchError::Status { status, .. }) if status.as_u16() == 404),
+        );
         match result {
             Ok((report, unrecognized)) => {
                 for value in self.telemetry.unrecognized(unrecognized) {
@@ -276,6 +297,30 @@ impl ReportPoller {
             Err(error) => {
                 debug!(asset = name, error = %error, "asset report failed");
                 Outcome::Failed(error.class())
+            }
+        }
+    }
+}
+
+/// A round's "not before": after a 429, no new report request starts until the wait the API
+/// asked for (or the backoff chose) is over. A std mutex, never held across an `.await`.
+#[derive(Debug, Default)]
+struct Pause(std::sync::Mutex<Option<Instant>>);
+
+impl Pause {
+    /// No new request before `until`.
+    fn until(&self, until: Instant) {
+        let mut pause = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        *pause = Some(pause.map_or(until, |p| p.max(until)));
+    }
+
+    /// Waits out the pause, if there is one (it may grow while waiting).
+    async fn wait(&self) {
+        loop {
+            let until = *self.0.lock().unwrap_or_else(|e| e.into_inner());
+            match until {
+                Some(until) if until > Instant::now() => tokio::time::sleep_until(until).await,
+                _ => return,
             }
         }
     }

@@ -31,6 +31,10 @@ use crate::vocabulary::{Code, Endpoint, Kind, Unrecognized};
 /// Upper bounds of the request latency histogram, in seconds.
 const LATENCY_BUCKETS: [f64; 11] = [0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0];
 
+/// How many asset report requests in a row must fail (after their retries) before
+/// `reputation_api_up{endpoint="asset"}` reads 0; one that answers sets it back to 1.
+pub const REPORT_FAILURES_DOWN: u32 = 5;
+
 /// How many distinct unrecognized values are remembered for "log once per value"; past that,
 /// new values are still counted but no longer logged, so a bad upstream cannot grow memory.
 const MAX_REMEMBERED_VALUES: usize = 1000;
@@ -124,6 +128,8 @@ struct State {
     last_poll: BTreeMap<Endpoint, (f64, Option<String>)>,
     /// Unix time the next poll of the lists is due, once the first has ended.
     next_poll: Option<f64>,
+    /// Asset report requests that failed in a row, since the last that answered.
+    report_failures: u32,
 }
 
 /// Health of one endpoint, for the landing page.
@@ -142,8 +148,9 @@ pub struct EndpointHealth {
 }
 
 impl Telemetry {
-    /// Telemetry for these polled endpoints: each starts as down until its first success, so
-    /// `reputation_api_up` exists (and alerts can fire) before any answer.
+    /// Telemetry for these polled endpoints. An endpoint's `reputation_api_up` appears with
+    /// its first outcome: before it, nothing is known, and a 0 would make a restart look like
+    /// an outage to `ReputationApiDown`.
     pub fn new(endpoints: &[Endpoint]) -> Self {
         let mut endpoints = endpoints.to_vec();
         endpoints.sort();
@@ -171,13 +178,6 @@ impl Telemetry {
     /// Registers every family, in exposition order. Help texts are given without their final
     /// period, which the registry adds.
     fn register(mut self) -> Self {
-        for endpoint in &self.endpoints {
-            self.api_up
-                .get_or_create(&EndpointLabels {
-                    endpoint: *endpoint,
-                })
-                .set(0);
-        }
         // Counters whose label values are known exist from the first scrape, at 0, so that
         // `increase()` sees their first event.
         for endpoint in &self.endpoints {
@@ -196,7 +196,8 @@ impl Telemetry {
         );
         r.register(
             "reputation_api_up",
-            "1 when the last poll of the API endpoint succeeded",
+            "1 when the last poll of the API endpoint succeeded; for asset, 0 once 5 report \
+             requests in a row have failed, 1 again at the next that answers",
             self.api_up.clone(),
         );
         r.register(
@@ -275,6 +276,46 @@ impl Telemetry {
     /// Records a failed poll of an endpoint and the kind of failure, for the landing page.
     pub fn failed(&self, endpoint: Endpoint, class: String) {
         self.outcome(endpoint, false, Some(class));
+    }
+
+    /// Records one asset report request as it ends (a 404 answered): the asset endpoint's
+    /// health follows the requests, not the rounds, so a round in progress never reads as
+    /// down.
+    pub fn report_answered(&self, answered: bool) {
+        let labels = EndpointLabels {
+            endpoint: Endpoint::Asset,
+        };
+        let failures = {
+            let mut state = self.state();
+            state.report_failures = if answered {
+                0
+            } else {
+                state.report_failures.saturating_add(1)
+            };
+            state.report_failures
+        };
+        if answered {
+            self.api_up.get_or_create(&labels).set(1);
+            self.last_success.get_or_create(&labels).set(unix_now());
+        } else if failures >= REPORT_FAILURES_DOWN {
+            self.api_up.get_or_create(&labels).set(0);
+        }
+    }
+
+    /// Records the end of an asset report round for the landing page: when it ended, and why
+    /// some reports failed. A round of which no request answered reads as down, however
+    /// few its requests.
+    pub fn round_ended(&self, answered: usize, failure: Option<String>) {
+        self.state()
+            .last_poll
+            .insert(Endpoint::Asset, (unix_now(), failure.clone()));
+        if answered == 0 && failure.is_some() {
+            self.api_up
+                .get_or_create(&EndpointLabels {
+                    endpoint: Endpoint::Asset,
+                })
+                .set(0);
+        }
     }
 
     fn outcome(&self, endpoint: Endpoint, ok: bool, error: Option<String>) {
@@ -447,6 +488,12 @@ mod tests {
         out
     }
 
+    /// The value of the series written exactly as `series`, if there is one.
+    fn sample(text: &str, series: &str) -> Option<f64> {
+        text.lines()
+            .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+    }
+
     #[test]
     fn requests_are_counted_by_endpoint_and_code_with_their_latency() {
         let t = Telemetry::new(&[Endpoint::IpList]);
@@ -483,7 +530,32 @@ mod tests {
         assert!(!t.up());
         t.polled(Endpoint::DomainList, true);
         assert!(render(&t).contains("reputation_up 1\n"));
-        assert!(render(&t).contains("reputation_api_up{endpoint=\"user\"} 0\n"));
+        assert!(
+            !render(&t).contains("reputation_api_up{endpoint=\"user\"}"),
+            "an endpoint not polled yet has no api_up"
+        );
+    }
+
+    #[test]
+    fn the_asset_endpoint_is_down_only_after_five_failed_reports_in_a_row() {
+        let t = Telemetry::new(&[Endpoint::Asset]);
+        let asset_up = |t: &Telemetry| sample(&render(t), "reputation_api_up{endpoint=\"asset\"}");
+        assert_eq!(asset_up(&t), None, "unknown before the first report");
+        t.report_answered(true);
+        assert_eq!(asset_up(&t), Some(1.0));
+        for _ in 0..REPORT_FAILURES_DOWN - 1 {
+            t.report_answered(false);
+        }
+        assert_eq!(asset_up(&t), Some(1.0), "four failures are not an outage");
+        t.report_answered(false);
+        assert_eq!(asset_up(&t), Some(0.0));
+        t.report_answered(true);
+        assert_eq!(asset_up(&t), Some(1.0));
+        // A round of which nothing answered is down, however few its requests.
+        let small = Telemetry::new(&[Endpoint::Asset]);
+        small.report_answered(false);
+        small.round_ended(0, Some("1 of 1 reports failed (HTTP 503=1)".into()));
+        assert_eq!(asset_up(&small), Some(0.0));
     }
 
     #[test]

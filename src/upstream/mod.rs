@@ -53,6 +53,11 @@ pub enum FetchError {
 }
 
 impl FetchError {
+    /// Whether the API said it is rate-limiting (429 Too Many Requests).
+    pub fn is_rate_limit(&self) -> bool {
+        matches!(self, FetchError::Status { status, .. } if *status == StatusCode::TOO_MANY_REQUESTS)
+    }
+
     /// How long the server asked to wait (`Retry-After`), when it did.
     pub fn retry_after(&self) -> Option<Duration> {
         match self {
@@ -77,10 +82,13 @@ impl FetchError {
         }
     }
 
-    /// Whether trying again soon may help: 5xx, timeouts and connection errors.
+    /// Whether trying again soon may help: 5xx, 429, timeouts and connection errors.
     pub fn is_transient(&self) -> bool {
         match self {
-            FetchError::Status { status, .. } => status.is_server_error(),
+            // 429: a rate limit (a gateway's, or the API's own) says "later", as 503 does.
+            FetchError::Status { status, .. } => {
+                status.is_server_error() || *status == StatusCode::TOO_MANY_REQUESTS
+            }
             FetchError::Timeout(_) | FetchError::Connect(_) => true,
             FetchError::Rejected(_)
             | FetchError::Redirect(_)

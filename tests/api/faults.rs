@@ -110,6 +110,41 @@ async fn retry_after_of_2_seconds_holds_the_next_request_back_2_seconds() {
 }
 
 #[tokio::test]
+async fn a_429_is_waited_out_as_retry_after_says_and_retried_within_the_same_poll() {
+    let mut app = spawn_app_with(Options {
+        start_polling: false,
+        ..options("1h", |s| {
+            s.backoff.max_delay = crate::helpers::duration("5s");
+            s.backoff.max_elapsed = crate::helpers::duration("10s");
+        })
+    })
+    .await;
+    app.upstream
+        .push_fault(IP_LIST, Fault::RetryAfter(429, "1".into()));
+    app.start_polling();
+    let body = app.metrics_when("the list to arrive", up).await;
+    let arrivals = app.upstream.arrivals(IP_LIST);
+    assert_eq!(
+        arrivals.len(),
+        2,
+        "one 429, then the list, in one poll of an hourly loop"
+    );
+    let gap = arrivals[1] - arrivals[0];
+    assert!(gap >= Duration::from_secs(1), "retried after {gap:?}");
+    assert_eq!(
+        value(
+            &body,
+            r#"reputation_api_requests_total{endpoint="ip-list",code="429"}"#
+        ),
+        1.0
+    );
+    assert_eq!(
+        value(&body, r#"reputation_api_retries_total{endpoint="ip-list"}"#),
+        1.0
+    );
+}
+
+#[tokio::test]
 async fn an_endless_503_is_given_up_within_max_elapsed_and_values_expire_after_max_age() {
     let app = spawn_app_with(Options {
         max_age: "3s",
