@@ -1,154 +1,109 @@
 //! The whole exporter, built once from a [`Config`] the same way for `main` and for every
-//! black-box test: per account a client, pollers and a store; the HTTP state; then run on a
-//! given listener until a given shutdown future completes.
+//! black-box test: its [`Accounts`], the HTTP state, and reloads; then run on a given listener
+//! until a given shutdown future completes.
+//!
+//! A reload (SIGHUP, or `POST /-/reload`) reads the configuration again from the source `main`
+//! gives (the file and the environment), validates it whole, and swaps in the accounts it
+//! describes: unchanged accounts keep running with their data and their report rounds, added
+//! ones start, changed ones are rebuilt, removed ones stop. A configuration that fails
+//! validation changes nothing.
 
 use std::sync::Arc;
 
 use tokio::net::TcpListener;
-use tracing::{Instrument as _, info};
+use tokio::sync::{Mutex, mpsc, watch};
+use tracing::{error, info, warn};
 
-use crate::config::{ApiConfig, Config, Source};
-use crate::demo::{self, SimulatedApi};
+use crate::accounts::{Account, AccountError, Accounts, Changes, Upstreams};
+use crate::config::{Config, ConfigError};
 use crate::exposition::Format;
-use crate::poll::Poller;
-use crate::poll::reports::ReportPoller;
-use crate::server::{self, AccountState, AppState};
-use crate::store::Store;
-use crate::telemetry::{ProcessMetrics, Telemetry};
-use crate::upstream::{Client, ClientError, ClientOptions};
-use crate::vocabulary::{Endpoint, Secret};
+use crate::server::{self, AppState, ReloadRequest};
+use crate::telemetry::ProcessMetrics;
 
 /// Why the exporter cannot start or serve.
 #[derive(Debug, thiserror::Error)]
 pub enum AppError {
-    /// `--demo` could not start its simulated API.
-    #[error("cannot start the simulated API on 127.0.0.1: {0}")]
-    Demo(std::io::Error),
-    /// The API client cannot be built.
+    /// An account cannot be set up or found.
     #[error(transparent)]
-    Client(#[from] ClientError),
-    /// `--target` names no account.
-    #[error("{0}")]
-    Target(String),
+    Account(#[from] AccountError),
     /// The HTTP server failed.
     #[error("the HTTP server failed: {0}")]
     Serve(std::io::Error),
 }
 
-/// One account's part of the exporter: its own client, pollers, store and API metrics, so
-/// that nothing one account's API does delays or hides another's.
-#[derive(Debug)]
-struct Account {
-    /// `accounts.NAME`, or `None` for the one account of `[api]` or `--demo`.
-    name: Option<String>,
-    /// The list poll loop.
-    poller: Poller,
-    /// The asset report loop, when `asset_reports.enabled`.
-    reports: Option<ReportPoller>,
-    /// The snapshots the pollers publish.
-    store: Arc<Store>,
-    /// Its API metrics.
-    telemetry: Arc<Telemetry>,
-}
+/// Where a reload reads the configuration from: the file and the environment again, as at the
+/// start, in `main`.
+pub type ConfigSource = Arc<dyn Fn() -> Result<Config, ConfigError> + Send + Sync>;
 
-impl Account {
-    /// The span its work logs in: `account=NAME` on every line, with several accounts.
-    fn span(&self) -> tracing::Span {
-        match &self.name {
-            Some(name) => tracing::info_span!("account", account = %name),
-            None => tracing::Span::none(),
-        }
-    }
-}
-
-/// Everything the exporter is made of, wired together but not yet running.
-#[derive(Debug)]
-pub struct App {
-    accounts: Vec<Account>,
-    /// Build and process metrics.
+/// What reloads share with the running exporter.
+struct Core {
+    /// The accounts the handlers serve, swapped whole by a reload.
+    accounts: watch::Sender<Arc<Accounts>>,
+    /// Upstreams answered in process (tests on the paused clock).
+    upstreams: Upstreams,
+    /// Build and process metrics, and the reload gauges among them.
     process: Arc<ProcessMetrics>,
+    /// The configuration running now; one reload at a time.
+    running: Mutex<Config>,
+    /// Where reloads read the configuration, when the exporter can reload.
+    source: Option<ConfigSource>,
+}
+
+/// Everything the exporter is made of, wired together; its accounts poll once started.
+pub struct App {
+    core: Arc<Core>,
     /// What the HTTP handlers read.
     state: AppState,
     /// Most connections served at once.
     max_connections: usize,
-    /// `--demo`: the simulated API, served as long as the exporter runs.
-    _demo: Option<SimulatedApi>,
+    /// Reload requests from `POST /-/reload` and from [`App::reloads`].
+    requests: mpsc::Receiver<ReloadRequest>,
+}
+
+impl std::fmt::Debug for App {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("App")
+            .field("accounts", &self.core.accounts.borrow().names())
+            .finish_non_exhaustive()
+    }
 }
 
 impl App {
     /// Wires the exporter for this configuration; with `--demo`, starts the simulated API.
     pub async fn build(config: &Config) -> Result<App, AppError> {
+        Self::build_with(config, Upstreams::default()).await
+    }
+
+    /// [`App::build`], with some upstreams answered in process.
+    pub async fn build_with(config: &Config, upstreams: Upstreams) -> Result<App, AppError> {
         for warning in &config.warnings {
-            tracing::warn!("{warning}");
+            warn!("{warning}");
         }
-        let mut endpoints = Endpoint::POLLED.to_vec();
-        if config.asset_reports_enabled {
-            endpoints.push(Endpoint::Asset);
-        }
-        let targets: Vec<(Option<String>, &ApiConfig)> = if config.accounts.is_empty() {
-            vec![(None, &config.api)]
-        } else {
-            config
-                .accounts
-                .iter()
-                .map(|a| (Some(a.name.clone()), &a.api))
-                .collect()
-        };
-        let mut accounts = Vec::with_capacity(targets.len());
-        let mut demo = None;
-        for (name, api) in targets {
-            let telemetry = Arc::new(Telemetry::new(&endpoints));
-            let (client, simulated) = connect(api, telemetry.clone()).await?;
-            demo = demo.or(simulated);
-            let store = Store::new(config.max_age);
-            let reports = config.asset_reports_enabled.then(|| {
-                ReportPoller::new(
-                    client.clone(),
-                    telemetry.clone(),
-                    store.clone(),
-                    config.retry,
-                    config.asset_reports.clone(),
-                )
-            });
-            let poller = Poller::new(
-                client,
-                telemetry.clone(),
-                store.clone(),
-                config.poll_interval,
-                config.retry,
-                config.max_labels_per_asset,
-            );
-            accounts.push(Account {
-                name,
-                poller,
-                reports,
-                store,
-                telemetry,
-            });
-        }
+        let (accounts, _) = Accounts::build(config, &upstreams, None).await?;
         let process = Arc::new(ProcessMetrics::default());
+        process.config_applied(true);
+        let (accounts, receiver) = watch::channel(Arc::new(accounts));
+        let (reload, requests) = mpsc::channel(4);
         let state = AppState {
-            accounts: accounts
-                .iter()
-                .map(|a| AccountState {
-                    name: a.name.clone(),
-                    snapshots: a.store.subscribe(),
-                    telemetry: a.telemetry.clone(),
-                    cycles: a.store.cycles(),
-                })
-                .collect(),
+            accounts: receiver,
             process: process.clone(),
             telemetry_path: config.web.telemetry_path.clone(),
-            poll_interval: config.poll_interval,
             web: config.web.config_file.clone(),
-            demo: demo.is_some(),
+            demo: config.demo(),
+            ready: Arc::default(),
+            reload,
         };
         Ok(App {
-            accounts,
-            process,
+            core: Arc::new(Core {
+                accounts,
+                upstreams,
+                process,
+                running: Mutex::new(config.clone()),
+                source: None,
+            }),
             state,
             max_connections: server::max_connections(),
-            _demo: demo,
+            requests,
         })
     }
 
@@ -158,81 +113,68 @@ impl App {
         self
     }
 
-    /// The account `--target` names; the one account when there is one and no target.
-    fn target(&self, target: Option<&str>) -> Result<&Account, AppError> {
-        let names = || {
-            let names: Vec<&str> = self
-                .accounts
-                .iter()
-                .filter_map(|a| a.name.as_deref())
-                .collect();
-            names.join(", ")
-        };
-        match (target, self.accounts.as_slice()) {
-            (None, [one]) if one.name.is_none() => Ok(one),
-            (None, _) => Err(AppError::Target(format!(
-                "several accounts are configured: give --target NAME, one of {}",
-                names()
-            ))),
-            (Some(name), accounts) => accounts
-                .iter()
-                .find(|a| a.name.as_deref() == Some(name))
-                .ok_or_else(|| {
-                    AppError::Target(format!(
-                        "--target {name}: no such account (configured: {})",
-                        if names().is_empty() {
-                            "one, in [api]".to_owned()
-                        } else {
-                            names()
-                        }
-                    ))
-                }),
+    /// Lets SIGHUP and `POST /-/reload` reload the configuration from `source`.
+    pub fn reloading_from(mut self, source: ConfigSource) -> Self {
+        if let Some(core) = Arc::get_mut(&mut self.core) {
+            core.source = Some(source);
         }
+        self
+    }
+
+    /// A sender of reload requests (what SIGHUP does), served while the exporter runs.
+    pub fn reloads(&self) -> mpsc::Sender<ReloadRequest> {
+        self.state.reload.clone()
+    }
+
+    /// The accounts served now.
+    pub fn accounts(&self) -> Arc<Accounts> {
+        self.core.accounts.borrow().clone()
+    }
+
+    /// The account `--target` names; the one account when there is one and no target.
+    pub fn account(&self, target: Option<&str>) -> Result<Arc<Account>, AppError> {
+        Ok(self.accounts().resolve(target)?.clone())
+    }
+
+    /// Starts every account's poll loops (serving does too).
+    pub fn start(&self) {
+        self.accounts().start();
+    }
+
+    /// The router, with no socket: for tests that drive it in process.
+    pub fn router(&self) -> axum::Router {
+        server::router(self.state.clone())
     }
 
     /// Polls every endpoint of one account once (and every selected asset report); true when
     /// all answered.
     pub async fn poll_once(&self, target: Option<&str>) -> Result<bool, AppError> {
-        let account = self.target(target)?;
-        let polled = async {
-            let mut ok = account.poller.poll_once().await;
-            if let Some(reports) = &account.reports {
-                ok &= reports.poll_once().await;
-            }
-            ok
-        };
-        Ok(polled.instrument(account.span()).await)
+        Ok(self.account(target)?.poll_once().await)
     }
 
-    /// The endpoints of one account whose last poll failed, each with the kind of failure
-    /// (`ip-list: connection refused`).
+    /// The endpoints of one account whose last poll failed, each with the kind of failure.
     pub fn failures(&self, target: Option<&str>) -> Vec<String> {
-        let Ok(account) = self.target(target) else {
-            return Vec::new();
-        };
-        account
-            .telemetry
-            .health()
-            .into_iter()
-            .filter(|h| !h.up)
-            .map(|h| {
-                let why = h.error.as_deref().unwrap_or("no answer");
-                format!("{}: {why}", h.endpoint.label())
-            })
-            .collect()
+        self.account(target)
+            .map(|account| account.failures())
+            .unwrap_or_default()
     }
 
     /// One account's exposition as served now, in one format (with the process metrics when
     /// it is the only account, as `/metrics` serves it).
     pub fn exposition(&self, target: Option<&str>, format: Format) -> Result<Vec<u8>, AppError> {
-        let account = self.target(target)?;
-        let process = account.name.is_none().then_some(&*self.process);
+        let account = self.account(target)?;
+        let process = account.name.is_none().then_some(&*self.core.process);
         Ok(server::metrics::render(
             &account.store.current(),
             &account.telemetry,
             process,
             format,
         ))
+    }
+
+    /// Applies `config`: see the module's documentation. On an error nothing changes.
+    pub async fn reload(&self, config: Config) -> Result<Changes, AppError> {
+        self.core.apply(config).await
     }
 
     /// Polls and serves on `listener` until `shutdown` completes; then lets open requests
@@ -246,70 +188,126 @@ impl App {
         info!(
             address = %address,
             telemetry_path = %self.state.telemetry_path,
-            accounts = self.accounts.len(),
+            accounts = self.accounts().len(),
             "listening"
         );
-        let mut tasks = Vec::new();
-        for account in self.accounts {
-            let span = account.span();
-            tasks.push(crate::task::spawn(
-                account.poller.run().instrument(span.clone()),
-            ));
-            if let Some(reports) = account.reports {
-                tasks.push(crate::task::spawn(reports.run().instrument(span)));
+        self.start();
+        let App {
+            core,
+            state,
+            max_connections,
+            mut requests,
+        } = self;
+        let reloader = crate::task::spawn({
+            let core = core.clone();
+            async move {
+                while let Some(request) = requests.recv().await {
+                    let answer = core.reload_from_source().await;
+                    let _ = request.reply.send(answer);
+                }
             }
-        }
-        let served =
-            server::serve_bounded(listener, self.state, shutdown, self.max_connections).await;
-        for task in tasks {
-            task.abort();
-        }
+        });
+        let served = server::serve_bounded(listener, state, shutdown, max_connections).await;
+        reloader.abort();
+        // The accounts stop with the last holder of their set.
+        drop(core);
         served.map_err(AppError::Serve)?;
         info!("stopped");
         Ok(())
     }
 }
 
-/// The API client of one account; with `--demo`, the simulated API it talks to, started on
-/// loopback and served as long as it is held.
-pub async fn connect(
-    api: &ApiConfig,
-    telemetry: Arc<Telemetry>,
-) -> Result<(Client, Option<SimulatedApi>), AppError> {
-    let (base_url, token, token_file, demo) = match &api.source {
-        Source::Remote {
-            base_url,
-            token,
-            token_file,
-        } => (base_url.clone(), token.clone(), token_file.clone(), None),
-        Source::Accounts => {
-            return Err(AppError::Target(
-                "several accounts are configured: each has its own [accounts.NAME]".into(),
-            ));
+impl Core {
+    /// Reads the configuration from the source and applies it; the answer of `/-/reload`.
+    async fn reload_from_source(&self) -> Result<String, String> {
+        let Some(source) = &self.source else {
+            return Err("this exporter was started without a configuration to read again".into());
+        };
+        let loaded = source();
+        let config = match loaded {
+            Ok(config) => config,
+            Err(e) => {
+                error!(
+                    reason = %e,
+                    "reload refused: the configuration is not valid; the running one stays"
+                );
+                self.process.config_applied(false);
+                return Err(e.to_string());
+            }
+        };
+        match self.apply(config).await {
+            Ok(changes) => Ok(format!("{}\n", describe(&changes))),
+            Err(e) => Err(e.to_string()),
         }
-        Source::Demo => {
-            let simulated = SimulatedApi::demo();
-            let url = simulated.spawn().await.map_err(AppError::Demo)?;
-            info!(url = %url, "demo mode: polling the built-in simulated API");
-            let base_url = url
-                .parse()
-                .map_err(|e| AppError::Demo(std::io::Error::other(format!("{url}: {e}"))))?;
-            (
-                base_url,
-                Secret::new(demo::DEMO_TOKEN),
-                None,
-                Some(simulated),
-            )
+    }
+
+    async fn apply(&self, config: Config) -> Result<Changes, AppError> {
+        let mut running = self.running.lock().await;
+        for warning in &config.warnings {
+            warn!("{warning}");
+        }
+        for what in restart_only(&running, &config) {
+            warn!("{what} changed; the change takes effect at the next restart");
+        }
+        let previous = self.accounts.borrow().clone();
+        let (accounts, changes) =
+            match Accounts::build(&config, &self.upstreams, Some(&previous)).await {
+                Ok(built) => built,
+                Err(e) => {
+                    error!(reason = %e, "reload refused; the running configuration stays");
+                    self.process.config_applied(false);
+                    return Err(e.into());
+                }
+            };
+        accounts.start();
+        self.accounts.send_replace(Arc::new(accounts));
+        self.process.config_applied(true);
+        info!(
+            added = %changes.added.join(","),
+            changed = %changes.changed.join(","),
+            removed = %changes.removed.join(","),
+            kept = %changes.kept.join(","),
+            "configuration reloaded"
+        );
+        *running = config;
+        Ok(changes)
+    }
+}
+
+/// A reload's changes in a line, for `/-/reload`.
+fn describe(changes: &Changes) -> String {
+    let list = |names: &[String]| {
+        if names.is_empty() {
+            "none".to_owned()
+        } else {
+            names.join(", ")
         }
     };
-    let options = ClientOptions {
-        base_url,
-        token,
-        token_file,
-        timeout: api.timeout,
-        max_body_bytes: api.max_body_bytes,
-    };
-    Ok((Client::new(options, telemetry)?, demo))
+    format!(
+        "Reloaded. Accounts added: {}; changed: {}; removed: {}; kept: {}.",
+        list(&changes.added),
+        list(&changes.changed),
+        list(&changes.removed),
+        list(&changes.kept)
+    )
+}
+
+/// The settings a reload cannot change in a running process, that `new` changes.
+fn restart_only(running: &Config, new: &Config) -> Vec<&'static str> {
+    let mut changed = Vec::new();
+    if running.web.listen_address != new.web.listen_address {
+        changed.push("web.listen_address");
+    }
+    if running.web.telemetry_path != new.web.telemetry_path {
+        changed.push("web.telemetry_path");
+    }
+    if running.web.config_file.path() != new.web.config_file.path() {
+        changed.push("web.config_file");
+    }
+    if running.log.level != new.log.level || running.log.format != new.log.format {
+        changed.push("log");
+    }
+    changed
 }
 
 /// Builds the exporter for `config` and serves it on `listener` until `shutdown` completes.

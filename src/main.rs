@@ -1,8 +1,9 @@
 //! `reputation-exporter`: parse the flags, load the configuration, start logging, bind, run
-//! until SIGINT or SIGTERM.
+//! until SIGINT or SIGTERM, reloading on SIGHUP.
 
 use std::io::Write as _;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use anyhow::Context as _;
 use clap::Parser as _;
@@ -11,6 +12,7 @@ use reputation_exporter::backfill;
 use reputation_exporter::config::cli::Command;
 use reputation_exporter::config::{Cli, Config};
 use reputation_exporter::exposition::Format;
+use reputation_exporter::server::ReloadRequest;
 
 /// jemalloc instead of the system allocator: every poll allocates and frees about a body's
 /// worth of memory on several threads; glibc's per-thread arenas keep most of it resident and
@@ -53,7 +55,7 @@ fn main() -> ExitCode {
         };
         return runtime.block_on(run_backfill(config, options, cli.target.as_deref()));
     }
-    match runtime.block_on(run(config, cli.once, cli.target.as_deref())) {
+    match runtime.block_on(run(config, &cli)) {
         Ok(code) => code,
         Err(e) => {
             tracing::error!("{e:#}");
@@ -63,7 +65,8 @@ fn main() -> ExitCode {
 }
 
 /// Serves until a signal, or with `--once` polls once and prints the exposition.
-async fn run(mut config: Config, once: bool, target: Option<&str>) -> anyhow::Result<ExitCode> {
+async fn run(mut config: Config, cli: &Cli) -> anyhow::Result<ExitCode> {
+    let (once, target) = (cli.once, cli.target.as_deref());
     if once {
         // One short round of retries: an unreachable API is reported in seconds.
         config.retry = config.retry.once();
@@ -85,8 +88,41 @@ async fn run(mut config: Config, once: bool, target: Option<&str>) -> anyhow::Re
     let listener = tokio::net::TcpListener::bind(address)
         .await
         .with_context(|| format!("cannot listen on {address} (web.listen_address)"))?;
-    reputation_exporter::app::run(config, listener, shutdown_signal()).await?;
+    let source_cli = cli.clone();
+    let app = App::build(&config)
+        .await?
+        .reloading_from(Arc::new(move || Config::load(&source_cli)));
+    reload_on_hangup(app.reloads());
+    app.serve(listener, shutdown_signal()).await?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Asks for a reload on every SIGHUP, as Prometheus and Alertmanager do; the outcome is logged
+/// by the reload itself.
+fn reload_on_hangup(reloads: tokio::sync::mpsc::Sender<ReloadRequest>) {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut hangups = match signal(SignalKind::hangup()) {
+            Ok(hangups) => hangups,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot listen for SIGHUP; reload with POST /-/reload");
+                return;
+            }
+        };
+        tokio::spawn(async move {
+            while hangups.recv().await.is_some() {
+                tracing::info!("SIGHUP: reloading the configuration");
+                let (request, outcome) = ReloadRequest::new();
+                if reloads.send(request).await.is_err() {
+                    return;
+                }
+                let _ = outcome.await;
+            }
+        });
+    }
+    #[cfg(not(unix))]
+    drop(reloads);
 }
 
 /// Writes the history file and the closing summary; exit 0 only when every selected asset was

@@ -11,14 +11,13 @@ mod output;
 mod progress;
 
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::StreamExt as _;
 use tokio::time::Instant;
 use tracing::warn;
 
-use crate::app::{self, AppError};
+use crate::accounts::{AccountError, Accounts, Upstreams};
 use crate::config::Config;
 use crate::config::cli::BackfillArgs;
 use crate::model::AssetSet;
@@ -91,9 +90,10 @@ fn since_to_time(since: &str, now: i64) -> Result<i64, String> {
 /// Why a backfill could not be made at all.
 #[derive(Debug, thiserror::Error)]
 pub enum BackfillError {
-    /// The API client (or the demo's simulated API) could not be set up.
+    /// The API client (or the demo's simulated API) could not be set up, or the target names
+    /// no account.
     #[error(transparent)]
-    App(#[from] AppError),
+    Account(#[from] AccountError),
     /// A list of assets could not be fetched, so there is nothing to ask reports for.
     #[error("cannot list the assets ({endpoint}): {error}")]
     List {
@@ -184,27 +184,9 @@ pub async fn run(
     options: Options,
     target: Option<&str>,
 ) -> Result<Summary, BackfillError> {
-    let api = match (target, config.accounts.as_slice()) {
-        (None, []) => &config.api,
-        (Some(name), accounts) => {
-            if accounts.is_empty() {
-                return Err(AppError::Target(format!(
-                    "--target {name}: the one account is in [api]; leave --target out"
-                ))
-                .into());
-            }
-            &accounts
-                .iter()
-                .find(|a| a.name == name)
-                .ok_or_else(|| AppError::Target(format!("--target {name}: no such account")))?
-                .api
-        }
-        (None, _) => {
-            return Err(AppError::Target("several accounts: give --target NAME".into()).into());
-        }
-    };
-    let telemetry = Arc::new(Telemetry::new(&[]));
-    let (client, _demo) = app::connect(api, telemetry.clone()).await?;
+    let (accounts, _) = Accounts::build(config, &Upstreams::default(), None).await?;
+    let account = accounts.resolve(target)?;
+    let (client, telemetry) = (account.client.clone(), account.telemetry.clone());
     let schedule = &config.asset_reports;
     let mut targets = Vec::new();
     for kind in Kind::ALL {

@@ -21,7 +21,7 @@ const AFTER_HELP: &str = "Every configuration key can also be set in the environ
      config/reputation-exporter.toml documents every key with its default.";
 
 /// Command-line flags, named as in the Prometheus exporters' conventions.
-#[derive(Debug, Default, Parser)]
+#[derive(Debug, Clone, Default, Parser)]
 #[command(name = "reputation-exporter", version = VERSION, about, after_help = AFTER_HELP)]
 pub struct Cli {
     /// TOML configuration file.
@@ -60,7 +60,7 @@ pub struct Cli {
 }
 
 /// What the exporter can do besides serving.
-#[derive(Debug, Subcommand)]
+#[derive(Debug, Clone, Subcommand)]
 pub enum Command {
     /// Write the asset reports' history as OpenMetrics for `promtool tsdb
     /// create-blocks-from openmetrics`, so Prometheus has months of data on day one.

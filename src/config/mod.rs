@@ -86,9 +86,8 @@ fn invalid(key: impl Into<String>, message: impl std::fmt::Display) -> Problem {
 /// The validated configuration: what the exporter is built from.
 #[derive(Debug, Clone)]
 pub struct Config {
-    /// Where the data comes from: one account (`[api]`), the demo, or several.
-    pub api: ApiConfig,
-    /// With several accounts, each of them (`[accounts.NAME]`, in name order); else empty.
+    /// Every account polled: the one of `[api]` or `--demo` (without a name), or each of
+    /// `[accounts.NAME]` (in name order). Never empty.
     pub accounts: Vec<Account>,
     /// Interval of the list poll loop.
     pub poll_interval: Duration,
@@ -112,7 +111,7 @@ pub struct Config {
 }
 
 /// Which upstream to poll and how.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ApiConfig {
     /// A real account, or the built-in simulation.
     pub source: Source,
@@ -136,15 +135,41 @@ pub enum Source {
     },
     /// `--demo`: the simulated API, started on loopback by the exporter itself.
     Demo,
-    /// Several accounts, each with its own source (`[accounts.NAME]`); see [`Config::accounts`].
-    Accounts,
 }
 
-/// One of several accounts: `[accounts.NAME]`.
-#[derive(Debug, Clone)]
+/// Two sources are the same account when they reach the same API with the same token, or with
+/// the token of the same file (whose content the client follows by itself).
+impl PartialEq for Source {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Source::Demo, Source::Demo) => true,
+            (
+                Source::Remote {
+                    base_url,
+                    token,
+                    token_file,
+                },
+                Source::Remote {
+                    base_url: other_url,
+                    token: other_token,
+                    token_file: other_file,
+                },
+            ) => {
+                base_url == other_url
+                    && token_file == other_file
+                    && (token_file.is_some() || token == other_token)
+            }
+            _ => false,
+        }
+    }
+}
+
+/// One account: `[api]` (or `--demo`), or one of `[accounts.NAME]`.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Account {
-    /// NAME: the target of `/probe?target=NAME`.
-    pub name: String,
+    /// NAME, the target of `/probe?target=NAME`; `None` for the one account of `[api]` or
+    /// `--demo`, served on `/metrics`.
+    pub name: Option<String>,
     /// Its API, token and limits.
     pub api: ApiConfig,
 }
@@ -170,6 +195,11 @@ pub struct LogConfig {
 }
 
 impl Config {
+    /// Whether the data comes from `--demo`'s simulated API.
+    pub fn demo(&self) -> bool {
+        self.accounts.iter().any(|a| a.api.source == Source::Demo)
+    }
+
     /// Loads every layer for these flags and validates the result.
     pub fn load(cli: &Cli) -> Result<Config, ConfigError> {
         Self::load_with(cli, std::env::vars())
@@ -341,17 +371,27 @@ impl Settings {
                 ));
             }
         }
-        let source = if demo {
-            Some(Source::Demo)
-        } else if self.accounts.is_empty() {
-            remote(&self.api, "api", &mut warnings, &mut problems)
-        } else {
-            Some(Source::Accounts)
-        };
         if self.api.max_body_bytes == 0 {
             problems.push(invalid("api.max_body_bytes", "must be greater than 0"));
         }
-        let mut accounts = Vec::with_capacity(self.accounts.len());
+        let mut accounts = Vec::with_capacity(self.accounts.len().max(1));
+        if self.accounts.is_empty() {
+            let source = if demo {
+                Some(Source::Demo)
+            } else {
+                remote(&self.api, "api", &mut warnings, &mut problems)
+            };
+            if let Some(source) = source {
+                accounts.push(Account {
+                    name: None,
+                    api: ApiConfig {
+                        source,
+                        timeout: self.api.timeout,
+                        max_body_bytes: self.api.max_body_bytes,
+                    },
+                });
+            }
+        }
         for (name, settings) in &self.accounts {
             let prefix = format!("accounts.{name}");
             if name.is_empty()
@@ -373,7 +413,7 @@ impl Settings {
             }
             if let Some(source) = remote(settings, &prefix, &mut warnings, &mut problems) {
                 accounts.push(Account {
-                    name: name.clone(),
+                    name: Some(name.clone()),
                     api: ApiConfig {
                         source,
                         timeout: settings.timeout,
@@ -407,17 +447,12 @@ impl Settings {
                 ));
             }),
         };
-        let (Some(source), Ok(telemetry_path), Ok(config_file), true) =
-            (source, telemetry_path, web_config, problems.is_empty())
+        let (Ok(telemetry_path), Ok(config_file), true) =
+            (telemetry_path, web_config, problems.is_empty())
         else {
             return Err(ConfigError(problems));
         };
         Ok(Config {
-            api: ApiConfig {
-                source,
-                timeout: self.api.timeout,
-                max_body_bytes: self.api.max_body_bytes,
-            },
             accounts,
             poll_interval: self.poll.interval,
             max_age: self.metrics.max_age,

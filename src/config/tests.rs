@@ -27,8 +27,8 @@ const REMOTE: &[(&str, &str)] = &[
 #[test]
 fn defaults_match_the_design() {
     let config = load(&Cli::default(), REMOTE).unwrap();
-    assert_eq!(config.api.timeout, Duration::from_secs(30));
-    assert_eq!(config.api.max_body_bytes, 268_435_456);
+    assert_eq!(config.accounts[0].api.timeout, Duration::from_secs(30));
+    assert_eq!(config.accounts[0].api.max_body_bytes, 268_435_456);
     assert_eq!(config.poll_interval, Duration::from_secs(300));
     assert_eq!(config.max_age, Duration::from_secs(3600));
     assert_eq!(config.retry.initial_delay, Duration::from_secs(1));
@@ -48,7 +48,7 @@ fn a_token_that_looks_like_a_number_or_boolean_stays_the_exact_string() {
         let mut vars = REMOTE.to_vec();
         vars[1] = ("REPUTATION_EXPORTER_API__TOKEN", raw);
         let config = load(&Cli::default(), &vars).unwrap();
-        let Source::Remote { token, .. } = config.api.source else {
+        let Source::Remote { token, .. } = &config.accounts[0].api.source else {
             panic!("remote expected")
         };
         assert_eq!(token.expose(), raw);
@@ -61,7 +61,7 @@ fn typed_keys_accept_their_textual_form_from_the_environment() {
     vars.push(("REPUTATION_EXPORTER_API__MAX_BODY_BYTES", "1024"));
     vars.push(("REPUTATION_EXPORTER_POLL__INTERVAL", "90s"));
     let config = load(&Cli::default(), &vars).unwrap();
-    assert_eq!(config.api.max_body_bytes, 1024);
+    assert_eq!(config.accounts[0].api.max_body_bytes, 1024);
     assert_eq!(config.poll_interval, Duration::from_secs(90));
 }
 
@@ -292,7 +292,7 @@ fn a_missing_base_url_is_refused_unless_demo() {
         ..Cli::default()
     };
     let config = load(&demo, &[]).unwrap();
-    assert!(matches!(config.api.source, Source::Demo));
+    assert!(matches!(config.accounts[0].api.source, Source::Demo));
     assert_eq!(config.poll_interval, Duration::from_secs(15));
 }
 
@@ -346,7 +346,7 @@ fn a_token_file_loses_its_trailing_newline() {
         ),
     ];
     let config = load(&Cli::default(), &vars).unwrap();
-    let Source::Remote { token, .. } = config.api.source else {
+    let Source::Remote { token, .. } = &config.accounts[0].api.source else {
         panic!("remote expected")
     };
     assert_eq!(token.expose(), "abc");
@@ -365,7 +365,10 @@ fn the_toml_example_is_valid_and_holds_the_defaults() {
     assert_eq!(problems, []);
     let config = from_file.validate(false).unwrap();
     let defaults = load(&Cli::default(), REMOTE).unwrap();
-    assert_eq!(config.api.timeout, defaults.api.timeout);
+    assert_eq!(
+        config.accounts[0].api.timeout,
+        defaults.accounts[0].api.timeout
+    );
     assert_eq!(config.poll_interval, defaults.poll_interval);
     assert_eq!(config.max_age, defaults.max_age);
     assert_eq!(config.retry, defaults.retry);
@@ -381,8 +384,8 @@ fn several_accounts_are_read_from_the_file_and_the_environment() {
     );
     let vars = [("REPUTATION_EXPORTER_ACCOUNTS__US-EAST_1__TOKEN", "u")];
     let config = load(&file.cli(), &vars).unwrap();
-    let names: Vec<&str> = config.accounts.iter().map(|a| a.name.as_str()).collect();
-    assert_eq!(names, ["eu", "us-east_1"]);
+    let names: Vec<Option<&str>> = config.accounts.iter().map(|a| a.name.as_deref()).collect();
+    assert_eq!(names, [Some("eu"), Some("us-east_1")]);
     let Source::Remote {
         base_url, token, ..
     } = &config.accounts[1].api.source
@@ -391,7 +394,6 @@ fn several_accounts_are_read_from_the_file_and_the_environment() {
     };
     assert_eq!(base_url.as_str(), "https://us.example.com/");
     assert_eq!(token.expose(), "u");
-    assert!(matches!(config.api.source, Source::Accounts));
 }
 
 #[test]

@@ -36,7 +36,7 @@ const PUBLISH_AT_LEAST_EVERY: Duration = Duration::from_secs(10);
 const PUBLISH_AT_MOST_EVERY: Duration = Duration::from_secs(1);
 
 /// How the asset reports are fetched (`[asset_reports]`).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ReportSchedule {
     /// Each selected asset is fetched once per interval, spread over it.
     pub interval: Duration,

@@ -35,6 +35,16 @@ pub struct Selection {
     shard: Shard,
 }
 
+/// Two selections are the same when their patterns are written the same.
+impl PartialEq for Selection {
+    fn eq(&self, other: &Self) -> bool {
+        let pattern = |r: &Option<regex::Regex>| r.as_ref().map(|r| r.as_str().to_owned());
+        pattern(&self.include) == pattern(&other.include)
+            && pattern(&self.exclude) == pattern(&other.exclude)
+            && self.shard == other.shard
+    }
+}
+
 impl Selection {
     /// The assets whose name matches `include` (all when `None`), not `exclude`, and falls in
     /// `shard`.

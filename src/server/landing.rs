@@ -8,7 +8,8 @@ use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::response::{Html, IntoResponse as _, Response};
 
-use super::{AccountState, AppState};
+use super::AppState;
+use crate::accounts::{Account, Accounts};
 use crate::snapshot::{LOW_SCORE, Snapshot, WORST_KEPT};
 use crate::telemetry::unix_now;
 use crate::vocabulary::{Endpoint, Kind, SndsColour};
@@ -36,12 +37,13 @@ pub(super) async fn landing(
     State(state): State<AppState>,
     Query(landing): Query<Landing>,
 ) -> Response {
-    match (state.single(), landing.account.as_deref()) {
+    let accounts = state.accounts();
+    match (accounts.single(), landing.account.as_deref()) {
         (Some(one), _) => Html(account_page(&state, one)).into_response(),
-        (None, None) => Html(accounts_page(&state)).into_response(),
-        (None, Some(name)) => match state.account(name) {
-            Some(account) => Html(account_page(&state, account)).into_response(),
-            None => (
+        (None, None) => Html(accounts_page(&state, &accounts)).into_response(),
+        (None, Some(name)) => match accounts.resolve(Some(name)) {
+            Ok(account) => Html(account_page(&state, account)).into_response(),
+            Err(_) => (
                 StatusCode::NOT_FOUND,
                 Html(format!(
                     "{}<p>There is no account named <code>{}</code>. \
@@ -81,8 +83,8 @@ fn spoken(seconds: f64) -> String {
 }
 
 /// When the lists are polled, and when next.
-fn schedule(state: &AppState, account: &AccountState) -> String {
-    let every = spoken(state.poll_interval.as_secs_f64());
+fn schedule(account: &Account) -> String {
+    let every = spoken(account.poll_interval().as_secs_f64());
     match account.telemetry.next_poll() {
         Some(at) => format!(
             "The lists are polled every {every}; the next poll is due in {}.",
@@ -93,7 +95,7 @@ fn schedule(state: &AppState, account: &AccountState) -> String {
 }
 
 /// Why an account has no data yet: its failing endpoints, or its first poll still running.
-fn no_data(account: &AccountState) -> String {
+fn no_data(account: &Account) -> String {
     let failing: Vec<String> = account
         .telemetry
         .health()
@@ -116,8 +118,8 @@ fn no_data(account: &AccountState) -> String {
 }
 
 /// One account's page: what the single-account exporter shows at `/`, and `/?account=NAME`.
-fn account_page(state: &AppState, account: &AccountState) -> String {
-    let snapshot = account.snapshots.borrow().clone();
+fn account_page(state: &AppState, account: &Account) -> String {
+    let snapshot = account.store.current();
     let telemetry = &account.telemetry;
     let mut page = head();
     let version = env!("CARGO_PKG_VERSION");
@@ -152,7 +154,7 @@ fn account_page(state: &AppState, account: &AccountState) -> String {
             );
         }
     }
-    let _ = write!(page, "<p>{}</p>", schedule(state, account));
+    let _ = write!(page, "<p>{}</p>", schedule(account));
 
     if snapshot.ready {
         let summary = snapshot.summary();
@@ -274,11 +276,15 @@ fn assets_table(page: &mut String, snapshot: &Snapshot, path: &str) {
 
 /// The page of an exporter with several accounts: each account's health, its assets in
 /// trouble, when it is polled next, and the links to its page and its probe.
-fn accounts_page(state: &AppState) -> String {
+fn accounts_page(state: &AppState, accounts: &Accounts) -> String {
     let mut page = head();
     let version = env!("CARGO_PKG_VERSION");
     let path = escape(&state.telemetry_path);
-    let ready = state.accounts.iter().all(|a| *a.cycles.borrow() > 0);
+    let ready = accounts.polled();
+    let every = accounts
+        .iter()
+        .next()
+        .map_or(String::new(), |a| spoken(a.poll_interval().as_secs_f64()));
     let _ = write!(
         page,
         "<p>Version {version}. {} accounts, each on <code>/probe?target=NAME</code>; the \
@@ -289,17 +295,17 @@ fn accounts_page(state: &AppState) -> String {
          <th class=\"num\">assets</th><th class=\"num\">listed</th>\
          <th class=\"num\">SNDS red</th><th class=\"num\">score below {LOW_SCORE}</th>\
          <th class=\"num\">next poll in</th><th>metrics</th></tr>",
-        state.accounts.len(),
+        accounts.len(),
         if ready {
             "ready"
         } else {
             "not every account polled yet"
         },
-        spoken(state.poll_interval.as_secs_f64()),
+        every,
     );
-    for account in &state.accounts {
+    for account in accounts.iter() {
         let name = escape(account.name.as_deref().unwrap_or_default());
-        let snapshot = account.snapshots.borrow().clone();
+        let snapshot = account.store.current();
         let health = account.telemetry.health();
         let failing: Vec<String> = health
             .iter()
@@ -314,7 +320,7 @@ fn accounts_page(state: &AppState) -> String {
             .collect();
         let (class, lists) = if account.telemetry.up() {
             ("good", "ok")
-        } else if *account.cycles.borrow() == 0 {
+        } else if !account.polled() {
             ("warn", "not polled yet")
         } else {
             ("bad", "failed")

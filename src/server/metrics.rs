@@ -89,9 +89,9 @@ fn negotiate(headers: &HeaderMap) -> (Format, bool) {
 /// process metrics only (each account is on `/probe?target=NAME`).
 pub(super) async fn metrics(State(state): State<AppState>, headers: HeaderMap) -> Response {
     let (format, gzip) = negotiate(&headers);
-    match state.single() {
+    match state.accounts().single() {
         Some(one) => {
-            let snapshot = one.snapshots.borrow().clone();
+            let snapshot = one.store.current();
             let live = live(
                 Some((&one.telemetry, &snapshot)),
                 Some(&state.process),
@@ -116,33 +116,26 @@ pub(super) async fn probe(
     Query(probe): Query<Probe>,
     headers: HeaderMap,
 ) -> Response {
-    if state.single().is_some() {
+    let accounts = state.accounts();
+    if accounts.single().is_some() {
         return bad_request(
             "this exporter has one account, served on /metrics; /probe?target=NAME serves the \
              accounts of [accounts.NAME]"
                 .into(),
         );
     }
-    let names = || {
-        let names: Vec<&str> = state
-            .accounts
-            .iter()
-            .filter_map(|a| a.name.as_deref())
-            .collect();
-        names.join(", ")
-    };
     let Some(target) = probe.target.filter(|t| !t.is_empty()) else {
         return bad_request(format!(
             "missing target: /probe?target=NAME, NAME one of {}",
-            names()
+            accounts.names()
         ));
     };
-    let Some(account) = state.account(&target) else {
-        let shown: String = target.chars().take(64).collect();
-        return bad_request(format!("unknown target `{shown}`: one of {}", names()));
+    let account = match accounts.resolve(Some(&target)) {
+        Ok(account) => account,
+        Err(e) => return bad_request(e.to_string()),
     };
     let (format, gzip) = negotiate(&headers);
-    let snapshot = account.snapshots.borrow().clone();
+    let snapshot = account.store.current();
     let live = live(Some((&account.telemetry, &snapshot)), None, format);
     respond(Some(snapshot), live, format, gzip).await
 }

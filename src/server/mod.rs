@@ -15,14 +15,16 @@ use axum::Router;
 use axum::extract::{Request, State};
 use axum::http::StatusCode;
 use axum::middleware::Next;
-use axum::routing::get;
+use axum::routing::{get, post};
+use std::sync::atomic::{AtomicBool, Ordering};
 use tokio::net::TcpListener;
-use tokio::sync::watch;
+
+use tokio::sync::{mpsc, oneshot, watch};
 use tower_http::timeout::TimeoutLayer;
 use tracing::instrument::WithSubscriber as _;
 
-use crate::snapshot::Snapshot;
-use crate::telemetry::{ProcessMetrics, Telemetry};
+use crate::accounts::Accounts;
+use crate::telemetry::ProcessMetrics;
 use crate::web_config::WebConfigFile;
 pub use connections::max_connections;
 use listener::{TlsListener, bounded};
@@ -33,48 +35,44 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 /// What the handlers read.
 #[derive(Debug, Clone)]
 pub struct AppState {
-    /// Every account polled: one without a name (served on `/metrics`), or several by name
-    /// (served on `/probe?target=NAME`).
-    pub accounts: Vec<AccountState>,
+    /// Every account polled, swapped whole by a reload: one without a name (served on
+    /// `/metrics`), or several by name (served on `/probe?target=NAME`).
+    pub accounts: watch::Receiver<Arc<Accounts>>,
     /// Build and process metrics, which belong to no account.
     pub process: Arc<ProcessMetrics>,
     /// Path of the metrics endpoint.
     pub telemetry_path: String,
-    /// How often the lists are polled (`poll.interval`), said on the landing page.
-    pub poll_interval: Duration,
     /// TLS, basic auth and extra headers (`--web.config.file`).
     pub web: Arc<WebConfigFile>,
     /// Whether the data comes from `--demo`'s simulated API, said on the landing page.
     pub demo: bool,
+    /// Set once the exporter was first ready, and never unset: an account added by a reload
+    /// does not take a serving exporter out of its load balancer.
+    pub ready: Arc<AtomicBool>,
+    /// Where `POST /-/reload` asks for a reload.
+    pub reload: mpsc::Sender<ReloadRequest>,
 }
 
-/// What the handlers read of one account.
-#[derive(Debug, Clone)]
-pub struct AccountState {
-    /// `accounts.NAME`, or `None` for the one account of `[api]` or `--demo`.
-    pub name: Option<String>,
-    /// Its latest snapshot, swapped in by its pollers.
-    pub snapshots: watch::Receiver<Arc<Snapshot>>,
-    /// Its API metrics.
-    pub telemetry: Arc<Telemetry>,
-    /// How many of its list poll cycles have ended.
-    pub cycles: watch::Receiver<u64>,
+/// A request to read the configuration again and apply it; the reply says what changed, or
+/// why the configuration was refused.
+#[derive(Debug)]
+pub struct ReloadRequest {
+    /// Where the outcome goes.
+    pub reply: oneshot::Sender<Result<String, String>>,
+}
+
+impl ReloadRequest {
+    /// A request, and the receiver of its outcome.
+    pub fn new() -> (ReloadRequest, oneshot::Receiver<Result<String, String>>) {
+        let (reply, outcome) = oneshot::channel();
+        (ReloadRequest { reply }, outcome)
+    }
 }
 
 impl AppState {
-    /// The one account of a single-account exporter.
-    pub fn single(&self) -> Option<&AccountState> {
-        match self.accounts.as_slice() {
-            [one] if one.name.is_none() => Some(one),
-            _ => None,
-        }
-    }
-
-    /// The account named `name`, with several.
-    pub fn account(&self, name: &str) -> Option<&AccountState> {
-        self.accounts
-            .iter()
-            .find(|a| a.name.as_deref() == Some(name))
+    /// The accounts served now.
+    pub fn accounts(&self) -> Arc<Accounts> {
+        self.accounts.borrow().clone()
     }
 }
 
@@ -88,6 +86,7 @@ pub fn router(state: AppState) -> Router {
         .route("/probe", get(metrics::probe))
         .route("/-/healthy", get(healthy))
         .route("/-/ready", get(ready))
+        .route("/-/reload", post(reload))
         .layer(TimeoutLayer::with_status_code(
             StatusCode::REQUEST_TIMEOUT,
             REQUEST_TIMEOUT,
@@ -151,15 +150,20 @@ async fn healthy() -> &'static str {
 }
 
 async fn ready(State(state): State<AppState>) -> (StatusCode, &'static str) {
-    let ready = match state.single() {
-        Some(one) => one.snapshots.borrow().ready,
+    let accounts = state.accounts();
+    let single = accounts.single();
+    let now = match single {
+        Some(one) => one.store.current().ready,
         // With several accounts: once every account's first poll has ended, whatever its
         // outcome, so that one account down does not hold the others back.
-        None => state.accounts.iter().all(|a| *a.cycles.borrow() > 0),
+        None => accounts.polled(),
     };
-    if ready {
+    if now {
+        state.ready.store(true, Ordering::Relaxed);
+    }
+    if state.ready.load(Ordering::Relaxed) {
         (StatusCode::OK, "Ready.\n")
-    } else if state.single().is_some() {
+    } else if single.is_some() {
         (
             StatusCode::SERVICE_UNAVAILABLE,
             "Not ready: no list has been polled successfully yet.\n",
@@ -169,5 +173,25 @@ async fn ready(State(state): State<AppState>) -> (StatusCode, &'static str) {
             StatusCode::SERVICE_UNAVAILABLE,
             "Not ready: not every account has been polled yet.\n",
         )
+    }
+}
+
+/// `POST /-/reload`: reads the configuration again, as SIGHUP does; 200 with what changed, or
+/// 400 with every reason the new configuration was refused (the running one stays).
+async fn reload(State(state): State<AppState>) -> (StatusCode, String) {
+    let (request, outcome) = ReloadRequest::new();
+    if state.reload.send(request).await.is_err() {
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "The exporter is shutting down.\n".into(),
+        );
+    }
+    match outcome.await {
+        Ok(Ok(changes)) => (StatusCode::OK, changes),
+        Ok(Err(reason)) => (StatusCode::BAD_REQUEST, format!("{reason}\n")),
+        Err(_) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "The exporter is shutting down.\n".into(),
+        ),
     }
 }

@@ -2,12 +2,14 @@
 //! `process_*` metrics where the platform offers them (Linux `/proc`), read on each scrape (at
 //! most once a second).
 
+use std::sync::atomic::AtomicU64;
+
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric as _};
 use prometheus_client::metrics::MetricType;
 use prometheus_client::metrics::counter::ConstCounter;
-use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::metrics::gauge::{ConstGauge, Gauge};
 use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::Registry;
 
@@ -25,6 +27,10 @@ struct BuildLabels {
 #[derive(Debug)]
 pub struct ProcessMetrics {
     registry: Registry,
+    /// `reputation_exporter_config_last_reload_successful`.
+    reload_ok: Gauge,
+    /// `reputation_exporter_config_last_reload_success_timestamp_seconds`.
+    reload_time: Gauge<f64, AtomicU64>,
 }
 
 impl Default for ProcessMetrics {
@@ -39,12 +45,37 @@ impl Default for ProcessMetrics {
                 rustc: env!("BUILD_RUSTC_VERSION"),
             }),
         );
+        let reload_ok = Gauge::default();
+        let reload_time = Gauge::<f64, AtomicU64>::default();
+        registry.register(
+            "reputation_exporter_config_last_reload_successful",
+            "1 when the last reload (or the start) applied the configuration, 0 when it was \
+             refused",
+            reload_ok.clone(),
+        );
+        registry.register(
+            "reputation_exporter_config_last_reload_success_timestamp_seconds",
+            "Unix time the running configuration was applied",
+            reload_time.clone(),
+        );
         registry.register_collector(Box::new(ProcessCollector));
-        ProcessMetrics { registry }
+        ProcessMetrics {
+            registry,
+            reload_ok,
+            reload_time,
+        }
     }
 }
 
 impl ProcessMetrics {
+    /// Records whether a configuration (at the start, or by a reload) was applied.
+    pub fn config_applied(&self, applied: bool) {
+        self.reload_ok.set(i64::from(applied));
+        if applied {
+            self.reload_time.set(super::unix_now());
+        }
+    }
+
     /// Appends the families in OpenMetrics text, without `# EOF`.
     pub fn encode(&self, out: &mut String) {
         let _ = prometheus_client::encoding::text::encode_registry(out, &self.registry);

@@ -124,10 +124,16 @@ pub enum ClientError {
     Http(String),
 }
 
+/// A service that answers the API's requests inside this process (the simulated API's router):
+/// no socket, so that a test on Tokio's paused clock sees only virtual time.
+pub type InProcess = axum::Router;
+
 /// A client of one account of the API.
 #[derive(Debug, Clone)]
 pub struct Client {
     http: reqwest::Client,
+    /// When set, requests go to this service instead of over the network.
+    in_process: Option<InProcess>,
     /// Base address with any trailing slash removed, so paths append cleanly.
     base: String,
     /// The `Authorization` header; follows the token file when there is one.
@@ -150,6 +156,8 @@ pub struct ClientOptions {
     pub timeout: Duration,
     /// Largest body accepted.
     pub max_body_bytes: u64,
+    /// Answers requests inside this process instead of over the network, when set.
+    pub in_process: Option<InProcess>,
 }
 
 impl Client {
@@ -180,6 +188,7 @@ impl Client {
             .map_err(|e| ClientError::Http(e.to_string()))?;
         Ok(Client {
             http,
+            in_process: options.in_process,
             base: options.base_url.as_str().trim_end_matches('/').to_owned(),
             authorization,
             timeout: options.timeout,
@@ -217,14 +226,17 @@ impl Client {
 
     async fn fetch(&self, path: &str) -> Result<Bytes, FetchError> {
         let url = format!("{}{path}", self.base);
-        let mut response = self
-            .http
-            .get(url)
-            .header(header::AUTHORIZATION, self.authorization.current())
-            .header(header::ACCEPT, "application/json")
-            .send()
-            .await
-            .map_err(|e| self.transport_error(e))?;
+        let mut response = match &self.in_process {
+            Some(service) => self.send_in_process(service, &url).await?,
+            None => self
+                .http
+                .get(url)
+                .header(header::AUTHORIZATION, self.authorization.current())
+                .header(header::ACCEPT, "application/json")
+                .send()
+                .await
+                .map_err(|e| self.transport_error(e))?,
+        };
         let status = response.status();
         if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN {
             return Err(FetchError::Rejected(status));
@@ -263,6 +275,38 @@ impl Client {
             body.extend_from_slice(&chunk);
         }
         Ok(body.freeze())
+    }
+
+    /// One request answered by `service`, within `api.timeout` of Tokio's clock.
+    async fn send_in_process(
+        &self,
+        service: &InProcess,
+        url: &str,
+    ) -> Result<reqwest::Response, FetchError> {
+        use tower::ServiceExt as _;
+        let request = axum::http::Request::get(url)
+            .header(header::AUTHORIZATION, self.authorization.current())
+            .header(header::ACCEPT, "application/json")
+            .body(axum::body::Body::empty())
+            .map_err(|e| FetchError::Connect(e.to_string()))?;
+        let answer = async {
+            let response = match service.clone().oneshot(request).await {
+                Ok(response) => response,
+                Err(never) => match never {},
+            };
+            let (parts, body) = response.into_parts();
+            let limit =
+                usize::try_from(self.max_body_bytes.saturating_add(1)).unwrap_or(usize::MAX);
+            let body = axum::body::to_bytes(body, limit)
+                .await
+                .map_err(|_| FetchError::TooLarge(self.max_body_bytes))?;
+            Ok(reqwest::Response::from(axum::http::Response::from_parts(
+                parts, body,
+            )))
+        };
+        tokio::time::timeout(self.timeout, answer)
+            .await
+            .map_err(|_| FetchError::Timeout(self.timeout))?
     }
 
     fn transport_error(&self, error: reqwest::Error) -> FetchError {

@@ -1,0 +1,389 @@
+//! The accounts the exporter polls, one model for all of them: each [`Account`] is built from
+//! its configuration (its own client, pollers, store and API metrics, so that nothing one
+//! account's API does delays or hides another's), runs until it is dropped, and is found by
+//! [`Accounts::resolve`] for `--once --target`, `/probe?target=` and `backfill --target` alike.
+//! A reload builds a new [`Accounts`] that keeps every account whose configuration did not
+//! change, running, with its data and its report rounds.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::task::JoinHandle;
+use tracing::{Instrument as _, info};
+
+use crate::config::{self, ApiConfig, Config, Source};
+use crate::demo::{self, SimulatedApi};
+use crate::poll::Poller;
+use crate::poll::reports::{ReportPoller, ReportSchedule};
+use crate::store::Store;
+use crate::telemetry::Telemetry;
+use crate::upstream::retry::RetryPolicy;
+use crate::upstream::{Client, ClientError, ClientOptions, InProcess};
+use crate::vocabulary::{Endpoint, Secret};
+
+/// Why an account cannot be set up, or found.
+#[derive(Debug, thiserror::Error)]
+pub enum AccountError {
+    /// `--demo` could not start its simulated API.
+    #[error("cannot start the simulated API on 127.0.0.1: {0}")]
+    Demo(std::io::Error),
+    /// The API client cannot be built.
+    #[error(transparent)]
+    Client(#[from] ClientError),
+    /// A target that names no account, or none where one is needed.
+    #[error("{0}")]
+    Target(String),
+}
+
+/// Upstreams served inside this process instead of over the network, by base address: the
+/// simulated API, for tests that run on Tokio's paused clock.
+#[derive(Debug, Clone, Default)]
+pub struct Upstreams(Vec<(reqwest::Url, InProcess)>);
+
+impl Upstreams {
+    /// Serves requests to `base_url` with `service`.
+    pub fn with(mut self, base_url: reqwest::Url, service: InProcess) -> Self {
+        self.0.push((base_url, service));
+        self
+    }
+
+    fn get(&self, base_url: &reqwest::Url) -> Option<InProcess> {
+        self.0
+            .iter()
+            .find(|(url, _)| url == base_url)
+            .map(|(_, service)| service.clone())
+    }
+}
+
+/// Everything one account is built from: an account whose spec a reload leaves unchanged keeps
+/// running.
+#[derive(Debug, Clone, PartialEq)]
+struct Spec {
+    account: config::Account,
+    poll_interval: Duration,
+    max_age: Duration,
+    max_labels: usize,
+    retry: RetryPolicy,
+    reports: Option<ReportSchedule>,
+}
+
+impl Spec {
+    fn of(account: &config::Account, config: &Config) -> Spec {
+        Spec {
+            account: account.clone(),
+            poll_interval: config.poll_interval,
+            max_age: config.max_age,
+            max_labels: config.max_labels_per_asset,
+            retry: config.retry,
+            reports: config
+                .asset_reports_enabled
+                .then(|| config.asset_reports.clone()),
+        }
+    }
+}
+
+/// One account: its pollers, the store they publish to, and its API metrics.
+#[derive(Debug)]
+pub struct Account {
+    /// `accounts.NAME`, or `None` for the one account of `[api]` or `--demo`.
+    pub name: Option<String>,
+    /// The snapshots its pollers publish.
+    pub store: Arc<Store>,
+    /// Its API metrics.
+    pub telemetry: Arc<Telemetry>,
+    /// Its API client.
+    pub client: Client,
+    poller: Poller,
+    reports: Option<ReportPoller>,
+    spec: Spec,
+    /// Its poll loops once started; stopped when the account is dropped.
+    tasks: Tasks,
+    /// With `--demo`, the simulated API it polls, served as long as the account lives.
+    _simulated: Option<SimulatedApi>,
+}
+
+impl Account {
+    /// Builds the account `spec` describes; with `--demo`, starts the simulated API.
+    async fn build(spec: Spec, upstreams: &Upstreams) -> Result<Account, AccountError> {
+        let mut endpoints = Endpoint::POLLED.to_vec();
+        if spec.reports.is_some() {
+            endpoints.push(Endpoint::Asset);
+        }
+        let telemetry = Arc::new(Telemetry::new(&endpoints));
+        let (client, simulated) = connect(&spec.account.api, telemetry.clone(), upstreams).await?;
+        let store = Store::new(spec.max_age);
+        let reports = spec.reports.clone().map(|schedule| {
+            ReportPoller::new(
+                client.clone(),
+                telemetry.clone(),
+                store.clone(),
+                spec.retry,
+                schedule,
+            )
+        });
+        let poller = Poller::new(
+            client.clone(),
+            telemetry.clone(),
+            store.clone(),
+            spec.poll_interval,
+            spec.retry,
+            spec.max_labels,
+        );
+        Ok(Account {
+            name: spec.account.name.clone(),
+            store,
+            telemetry,
+            client,
+            poller,
+            reports,
+            spec,
+            tasks: Tasks::default(),
+            _simulated: simulated,
+        })
+    }
+
+    /// The span its work logs in: `account=NAME` on every line, with several accounts.
+    pub fn span(&self) -> tracing::Span {
+        match &self.name {
+            Some(name) => tracing::info_span!("account", account = %name),
+            None => tracing::Span::none(),
+        }
+    }
+
+    /// Starts its poll loops, unless they run already.
+    fn start(&self) {
+        let mut tasks = self.tasks.lock();
+        if !tasks.is_empty() {
+            return;
+        }
+        let span = self.span();
+        tasks.push(crate::task::spawn(
+            self.poller.clone().run().instrument(span.clone()),
+        ));
+        if let Some(reports) = &self.reports {
+            tasks.push(crate::task::spawn(reports.clone().run().instrument(span)));
+        }
+    }
+
+    /// Polls every endpoint once (and every selected asset report, unspread); true when all
+    /// answered.
+    pub async fn poll_once(&self) -> bool {
+        let polled = async {
+            let mut ok = self.poller.poll_once().await;
+            if let Some(reports) = &self.reports {
+                ok &= reports.poll_once().await;
+            }
+            ok
+        };
+        polled.instrument(self.span()).await
+    }
+
+    /// How often its lists are polled (`poll.interval`).
+    pub fn poll_interval(&self) -> Duration {
+        self.spec.poll_interval
+    }
+
+    /// Whether its first list poll has ended, whatever its outcome.
+    pub fn polled(&self) -> bool {
+        *self.store.cycles().borrow() > 0
+    }
+
+    /// The endpoints whose last poll failed, each with the kind of failure
+    /// (`ip-list: connection refused`).
+    pub fn failures(&self) -> Vec<String> {
+        self.telemetry
+            .health()
+            .into_iter()
+            .filter(|h| !h.up && h.last_tried.is_some())
+            .map(|h| {
+                let why = h.error.as_deref().unwrap_or("no answer");
+                format!("{}: {why}", h.endpoint.label())
+            })
+            .collect()
+    }
+}
+
+/// The poll loops of an account, aborted when it is dropped. A std mutex, never held across an
+/// `.await`.
+#[derive(Debug, Default)]
+struct Tasks(Mutex<Vec<JoinHandle<()>>>);
+
+impl Tasks {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<JoinHandle<()>>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Drop for Tasks {
+    fn drop(&mut self) {
+        for task in self.lock().drain(..) {
+            task.abort();
+        }
+    }
+}
+
+/// Every account of one configuration.
+#[derive(Debug, Default)]
+pub struct Accounts(Vec<Arc<Account>>);
+
+/// What a reload changed, for its log line and the landing page.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Changes {
+    /// Accounts new in this configuration.
+    pub added: Vec<String>,
+    /// Accounts whose configuration changed: rebuilt.
+    pub changed: Vec<String>,
+    /// Accounts no longer configured: stopped.
+    pub removed: Vec<String>,
+    /// Accounts that keep running as they were.
+    pub kept: Vec<String>,
+}
+
+/// An account's name for people: NAME, or `[api]` for the one account.
+fn shown(name: Option<&str>) -> String {
+    name.map_or_else(|| "[api]".to_owned(), str::to_owned)
+}
+
+impl Accounts {
+    /// The accounts of `config`, each built and started, except those of `previous` whose
+    /// configuration is unchanged, which are kept as they run.
+    pub async fn build(
+        config: &Config,
+        upstreams: &Upstreams,
+        previous: Option<&Accounts>,
+    ) -> Result<(Accounts, Changes), AccountError> {
+        let mut accounts = Vec::with_capacity(config.accounts.len());
+        let mut changes = Changes::default();
+        for account in &config.accounts {
+            let spec = Spec::of(account, config);
+            let name = shown(account.name.as_deref());
+            let before = previous.and_then(|p| p.get(account.name.as_deref()));
+            match before {
+                Some(before) if before.spec == spec => {
+                    changes.kept.push(name);
+                    accounts.push(before.clone());
+                }
+                before => {
+                    if before.is_some() {
+                        changes.changed.push(name);
+                    } else if previous.is_some() {
+                        changes.added.push(name);
+                    }
+                    accounts.push(Arc::new(Account::build(spec, upstreams).await?));
+                }
+            }
+        }
+        if let Some(previous) = previous {
+            for before in &previous.0 {
+                if !accounts.iter().any(|a| a.name == before.name) {
+                    changes.removed.push(shown(before.name.as_deref()));
+                }
+            }
+        }
+        Ok((Accounts(accounts), changes))
+    }
+
+    /// Starts the poll loops of every account not running yet.
+    pub fn start(&self) {
+        for account in &self.0 {
+            account.start();
+        }
+    }
+
+    /// Every account, in configuration order.
+    pub fn iter(&self) -> impl Iterator<Item = &Arc<Account>> {
+        self.0.iter()
+    }
+
+    /// How many accounts there are.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether there is none (never, once built from a configuration).
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The one account of a single-account exporter (`[api]` or `--demo`).
+    pub fn single(&self) -> Option<&Arc<Account>> {
+        match self.0.as_slice() {
+            [one] if one.name.is_none() => Some(one),
+            _ => None,
+        }
+    }
+
+    fn get(&self, name: Option<&str>) -> Option<&Arc<Account>> {
+        self.0.iter().find(|a| a.name.as_deref() == name)
+    }
+
+    /// The names of the accounts, for messages: `eu, us`.
+    pub fn names(&self) -> String {
+        let names: Vec<&str> = self.0.iter().filter_map(|a| a.name.as_deref()).collect();
+        names.join(", ")
+    }
+
+    /// The account a target names (`--target`, `/probe?target=`); without a target, the one
+    /// account of a single-account exporter.
+    pub fn resolve(&self, target: Option<&str>) -> Result<&Arc<Account>, AccountError> {
+        match (target, self.single()) {
+            (None, Some(one)) => Ok(one),
+            (None, None) => Err(AccountError::Target(format!(
+                "several accounts are configured: give --target NAME, one of {}",
+                self.names()
+            ))),
+            (Some(name), Some(_)) => Err(AccountError::Target(format!(
+                "--target {name}: the one account is in [api]; leave --target out"
+            ))),
+            (Some(name), None) => self.get(Some(name)).ok_or_else(|| {
+                let shown: String = name.chars().take(64).collect();
+                AccountError::Target(format!("unknown target `{shown}`: one of {}", self.names()))
+            }),
+        }
+    }
+
+    /// Whether every account's first list poll has ended, whatever its outcome.
+    pub fn polled(&self) -> bool {
+        self.0.iter().all(|a| a.polled())
+    }
+}
+
+/// The API client of one account; with `--demo`, the simulated API it talks to, started on
+/// loopback (or in process, when `upstreams` serves the demo's address) and served as long as
+/// it is held.
+pub async fn connect(
+    api: &ApiConfig,
+    telemetry: Arc<Telemetry>,
+    upstreams: &Upstreams,
+) -> Result<(Client, Option<SimulatedApi>), AccountError> {
+    let (base_url, token, token_file, simulated) = match &api.source {
+        Source::Remote {
+            base_url,
+            token,
+            token_file,
+        } => (base_url.clone(), token.clone(), token_file.clone(), None),
+        Source::Demo => {
+            let simulated = SimulatedApi::demo();
+            let url = simulated.spawn().await.map_err(AccountError::Demo)?;
+            info!(url = %url, "demo mode: polling the built-in simulated API");
+            let base_url = url
+                .parse()
+                .map_err(|e| AccountError::Demo(std::io::Error::other(format!("{url}: {e}"))))?;
+            (
+                base_url,
+                Secret::new(demo::DEMO_TOKEN),
+                None,
+                Some(simulated),
+            )
+        }
+    };
+    let options = ClientOptions {
+        in_process: upstreams.get(&base_url),
+        base_url,
+        token,
+        token_file,
+        timeout: api.timeout,
+        max_body_bytes: api.max_body_bytes,
+    };
+    Ok((Client::new(options, telemetry)?, simulated))
+}
