@@ -6,7 +6,7 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use reputation_exporter::app::App;
+use reputation_exporter::app::{App, ConfigSource};
 use reputation_exporter::config::Settings;
 use reputation_exporter::demo::{DEMO_TOKEN, SimulatedApi};
 use reputation_exporter::logging::{self, LogFormat};
@@ -48,6 +48,9 @@ pub struct Options {
     /// The format its log lines are written in, as `--log.format` chooses it; `None` for
     /// tracing's own text format with the name of the thread that wrote each line.
     pub log_format: Option<LogFormat>,
+    /// Where a reload (`POST /-/reload`) reads the configuration, as `main`'s file and
+    /// environment; none by default.
+    pub reload: Option<ConfigSource>,
 }
 
 impl Default for Options {
@@ -61,6 +64,7 @@ impl Default for Options {
             token: DEMO_TOKEN,
             max_connections: server::max_connections(),
             log_format: Some(LogFormat::Logfmt),
+            reload: None,
         }
     }
 }
@@ -155,9 +159,13 @@ pub async fn spawn_app_with(options: Options) -> TestApp {
     let address = listener.local_addr().unwrap();
     let (shutdown, stopped) = oneshot::channel::<()>();
     let max_connections = options.max_connections;
+    let reload = options.reload;
     tokio::spawn(
         async move {
-            let app = App::build(&config).await.expect("exporter builds");
+            let mut app = App::build(&config).await.expect("exporter builds");
+            if let Some(source) = reload {
+                app = app.reloading_from(source);
+            }
             let stopped = async {
                 let _ = stopped.await;
             };
@@ -218,6 +226,14 @@ impl TestApp {
             request = request.header(*name, *value);
         }
         request.send().await.expect("request")
+    }
+
+    pub async fn post(&self, path: &str) -> reqwest::Response {
+        self.http
+            .post(self.url(path))
+            .send()
+            .await
+            .expect("request")
     }
 
     /// `/metrics` as curl sees it (Prometheus text 0.0.4).

@@ -12,5 +12,6 @@ mod hostile;
 mod logs;
 mod metrics;
 mod process;
+mod reload;
 mod reports;
 mod web;

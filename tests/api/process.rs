@@ -382,3 +382,132 @@ fn logfmt_pairs(line: &str) -> Option<Vec<(String, String)>> {
     }
     Some(pairs)
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sighup_reloads_the_configuration_and_never_ends_the_process() {
+    let dir = std::env::temp_dir().join(format!("rexp-hup-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("exporter.toml");
+    std::fs::write(&file, "[poll]\ninterval = \"1h\"\n").unwrap();
+    let mut child = exporter()
+        .args([
+            "--demo",
+            "--web.listen-address",
+            "127.0.0.1:0",
+            "--config.file",
+        ])
+        .arg(&file)
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let mut stderr = BufReader::new(child.stderr.take().unwrap()).lines();
+    let address = stderr
+        .by_ref()
+        .map_while(Result::ok)
+        .find(|line| line.contains("listening"))
+        .and_then(|line| {
+            line.split_whitespace()
+                .find_map(|w| w.strip_prefix("address="))
+                .map(str::to_owned)
+        })
+        .expect("the exporter logs the address it listens on");
+    std::thread::spawn({
+        let lines = lines.clone();
+        move || {
+            stderr
+                .map_while(Result::ok)
+                .for_each(|l| lines.lock().unwrap().push(l))
+        }
+    });
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let http = reqwest::Client::new();
+    let metrics = || async {
+        let url = format!("http://{address}/metrics");
+        http.get(url).send().await.unwrap().text().await.unwrap()
+    };
+    let until = |what: &'static str, condition: Box<dyn Fn(&[String]) -> bool>| {
+        let lines = lines.clone();
+        async move {
+            let deadline = tokio::time::Instant::now() + crate::helpers::DEADLINE;
+            while !condition(&lines.lock().unwrap()) {
+                assert!(tokio::time::Instant::now() < deadline, "no {what}");
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+    };
+    let hangup = |child: &std::process::Child| {
+        let sent = Command::new("kill")
+            .args(["-HUP", &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+    };
+    let reloaded = |n: usize| {
+        Box::new(move |l: &[String]| {
+            l.iter()
+                .filter(|l| l.contains("msg=\"configuration reloaded\""))
+                .count()
+                == n
+        }) as Box<dyn Fn(&[String]) -> bool>
+    };
+    let gauge = |body: &str| {
+        crate::helpers::sample(body, "reputation_exporter_config_last_reload_successful")
+    };
+
+    assert_eq!(gauge(&metrics().await), Some(1.0));
+    hangup(&child);
+    until("reload", reloaded(1)).await;
+    assert!(
+        lines
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|l| l.contains(" kept=[api]")),
+        "the demo account was kept"
+    );
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "SIGHUP ended the process"
+    );
+    assert_eq!(gauge(&metrics().await), Some(1.0));
+
+    std::fs::write(&file, "[poll]\ninterval = \"soon\"\n").unwrap();
+    hangup(&child);
+    until(
+        "refusal",
+        Box::new(|l: &[String]| {
+            l.iter()
+                .any(|l| l.contains("reload refused") && l.contains("poll.interval"))
+        }),
+    )
+    .await;
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "a bad configuration ended the process"
+    );
+    assert_eq!(gauge(&metrics().await), Some(0.0));
+
+    std::fs::write(&file, "[poll]\ninterval = \"30m\"\n").unwrap();
+    hangup(&child);
+    until("second reload", reloaded(2)).await;
+    assert_eq!(gauge(&metrics().await), Some(1.0));
+    assert!(
+        lines
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|l| l.contains(" changed=[api] ")),
+        "a new poll interval rebuilds the account"
+    );
+
+    let killed = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let status = exit_within(&mut child, Duration::from_secs(10), "after SIGTERM");
+    assert_eq!(status.code(), Some(0));
+    std::fs::remove_dir_all(dir).unwrap();
+}
