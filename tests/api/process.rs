@@ -427,7 +427,7 @@ async fn sighup_reloads_the_configuration_and_never_ends_the_process() {
         let url = format!("http://{address}/metrics");
         http.get(url).send().await.unwrap().text().await.unwrap()
     };
-    let until = |what: &'static str, condition: Box<dyn Fn(&[String]) -> bool>| {
+    let until = |what: &'static str, condition: LinesCondition| {
         let lines = lines.clone();
         async move {
             let deadline = tokio::time::Instant::now() + crate::helpers::DEADLINE;
@@ -450,7 +450,7 @@ async fn sighup_reloads_the_configuration_and_never_ends_the_process() {
                 .filter(|l| l.contains("msg=\"configuration reloaded\""))
                 .count()
                 == n
-        }) as Box<dyn Fn(&[String]) -> bool>
+        }) as LinesCondition
     };
     let gauge = |body: &str| {
         crate::helpers::sample(body, "reputation_exporter_config_last_reload_successful")
@@ -511,3 +511,6 @@ async fn sighup_reloads_the_configuration_and_never_ends_the_process() {
     assert_eq!(status.code(), Some(0));
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+/// A condition on the lines logged so far.
+type LinesCondition = Box<dyn Fn(&[String]) -> bool>;

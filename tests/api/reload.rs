@@ -11,7 +11,10 @@ use crate::helpers::{DEADLINE, Options, TestApp, sample, spawn_app_with};
 /// The configuration a reload will read: the accounts by name and address, or (`None`) one
 /// with `asset_reports.concurrency = 0`.
 #[derive(Clone, Default)]
-struct Written(Arc<Mutex<Option<Vec<(&'static str, String)>>>>);
+struct Written(Arc<Mutex<Option<Vec<Named>>>>);
+
+/// An account's name and base address.
+type Named = (&'static str, String);
 
 impl Written {
     fn set(&self, accounts: &[(&'static str, &str)]) {
@@ -23,7 +26,7 @@ impl Written {
         *self.0.lock().unwrap() = None;
     }
 
-    fn settings(accounts: &[(&'static str, String)]) -> Settings {
+    fn settings(accounts: &[Named]) -> Settings {
         let mut settings = Settings::default();
         settings.poll.interval = crate::helpers::duration("1h");
         for (name, url) in accounts {
