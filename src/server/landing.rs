@@ -65,6 +65,22 @@ fn head() -> String {
     )
 }
 
+/// When the running configuration was applied, and how to reload it.
+fn configuration(state: &AppState) -> String {
+    let (applied, at) = state.process.config_state();
+    let since = format!("applied {} ago", spoken(unix_now() - at));
+    let refused = if applied {
+        String::new()
+    } else {
+        " <span class=\"bad\">The last reload was refused: the log says why; the previous \
+         configuration runs.</span>"
+            .to_owned()
+    };
+    format!(
+        "<p>Configuration {since}; reload it with SIGHUP or <code>POST /-/reload</code>.{refused}</p>"
+    )
+}
+
 /// What the colours mean, under every table that uses them.
 fn legend() -> String {
     format!(
@@ -155,6 +171,7 @@ fn account_page(state: &AppState, account: &Account) -> String {
         }
     }
     let _ = write!(page, "<p>{}</p>", schedule(account));
+    page.push_str(&configuration(state));
 
     if snapshot.ready {
         let summary = snapshot.summary();
@@ -355,6 +372,7 @@ fn accounts_page(state: &AppState, accounts: &Accounts) -> String {
         );
     }
     page.push_str("</table>");
+    page.push_str(&configuration(state));
     page.push_str(&legend());
     page.push_str("</body></html>\n");
     page

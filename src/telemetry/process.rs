@@ -68,6 +68,11 @@ impl Default for ProcessMetrics {
 }
 
 impl ProcessMetrics {
+    /// Whether the last configuration was applied, and when the running one was (Unix time).
+    pub fn config_state(&self) -> (bool, f64) {
+        (self.reload_ok.get() == 1, self.reload_time.get())
+    }
+
     /// Records whether a configuration (at the start, or by a reload) was applied.
     pub fn config_applied(&self, applied: bool) {
         self.reload_ok.set(i64::from(applied));

@@ -153,6 +153,9 @@ async fn a_refused_configuration_changes_nothing_and_says_why() {
     let metrics = app.metrics().await;
     assert_eq!(reload_gauge(&metrics), Some(0.0), "{metrics}");
     probe_has(&app, "eu", "reputation_up 1").await;
+    let page = app.get("/").await.text().await.unwrap();
+    assert!(page.contains("reload it with SIGHUP or <code>POST /-/reload</code>"), "{page}");
+    assert!(page.contains("The last reload was refused"), "{page}");
     let logs = app.logs();
     assert!(
         logs.lines().any(|l| l.contains("level=error")
@@ -164,6 +167,8 @@ async fn a_refused_configuration_changes_nothing_and_says_why() {
     written.set(&[("eu", &eu_url)]);
     assert_eq!(app.post("/-/reload").await.status(), 200);
     assert_eq!(reload_gauge(&app.metrics().await), Some(1.0));
+    let page = app.get("/").await.text().await.unwrap();
+    assert!(!page.contains("The last reload was refused"));
     assert_eq!(
         app.get("/-/reload").await.status(),
         405,
