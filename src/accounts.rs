@@ -111,7 +111,9 @@ impl Account {
         }
         let telemetry = Arc::new(Telemetry::new(&endpoints));
         let (client, simulated) = connect(&spec.account.api, telemetry.clone(), upstreams).await?;
-        let store = Store::new(spec.max_age);
+        // A report is refreshed once per round: it may be a round old before it is stale.
+        let report_interval = spec.reports.as_ref().map_or(Duration::ZERO, |r| r.interval);
+        let store = Store::new(spec.max_age, spec.max_age + report_interval);
         let reports = spec.reports.clone().map(|schedule| {
             ReportPoller::new(
                 client.clone(),

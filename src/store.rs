@@ -20,7 +20,11 @@ use crate::vocabulary::Kind;
 /// The latest good data of each list and the snapshot built from it.
 #[derive(Debug)]
 pub struct Store {
+    /// `metrics.max_age`: how long a list outlives a failing endpoint.
     max_age: Duration,
+    /// How long a report is kept: one report interval (it is refreshed once per round) plus
+    /// `metrics.max_age`, so that a round on schedule never lets a report expire first.
+    report_max_age: Duration,
     /// A std mutex held while a snapshot is built (CPU work, run off the async threads), so
     /// that two lists arriving together publish in order and neither update is lost.
     parts: Mutex<Parts>,
@@ -47,11 +51,13 @@ struct Part {
 }
 
 impl Store {
-    /// An empty store; its snapshots can be watched from the start.
-    pub fn new(max_age: Duration) -> Arc<Store> {
+    /// An empty store whose lists expire after `max_age` and reports after `report_max_age`;
+    /// its snapshots can be watched from the start.
+    pub fn new(max_age: Duration, report_max_age: Duration) -> Arc<Store> {
         let (snapshots, _) = watch::channel(Arc::new(Snapshot::build(None, None, None, false)));
         Arc::new(Store {
             max_age,
+            report_max_age,
             parts: Mutex::new(Parts::default()),
             snapshots,
             cycles: watch::channel(0).0,
@@ -134,8 +140,8 @@ impl Store {
         }
     }
 
-    /// Drops the lists and reports older than `metrics.max_age` at `now`; publishes and
-    /// returns true when something was dropped.
+    /// Drops the lists older than `metrics.max_age` and the reports older than their own
+    /// maximum age at `now`; publishes and returns true when something was dropped.
     pub fn expire(&self, now: Instant) -> bool {
         let mut guard = self.parts();
         let parts = &mut *guard;
@@ -143,14 +149,15 @@ impl Store {
         let stale: Vec<(Kind, String)> = parts
             .report_times
             .iter()
-            .filter(|(_, fetched)| now.duration_since(**fetched) >= self.max_age)
+            .filter(|(_, fetched)| now.duration_since(**fetched) >= self.report_max_age)
             .map(|(key, _)| key.clone())
             .collect();
         if !stale.is_empty() {
             warn!(
                 reports = stale.len(),
-                max_age = ?self.max_age,
-                "asset reports older than metrics.max_age: dropping them"
+                max_age = ?self.report_max_age,
+                "asset reports not refreshed within asset_reports.interval + metrics.max_age: \
+                 dropping them"
             );
             let reports = Arc::make_mut(&mut parts.reports);
             for (kind, name) in stale {
@@ -182,17 +189,18 @@ impl Store {
         dropped
     }
 
-    /// When the oldest list or report held will reach `metrics.max_age`.
+    /// When the next list or report held will reach its maximum age.
     pub fn next_expiry(&self) -> Option<Instant> {
         let parts = self.parts();
         let lists = [&parts.ips, &parts.domains]
             .into_iter()
             .flatten()
-            .map(|p| p.fetched);
-        lists
-            .chain(parts.report_times.values().copied())
-            .min()
-            .map(|oldest| oldest + self.max_age)
+            .map(|p| p.fetched + self.max_age);
+        let reports = parts
+            .report_times
+            .values()
+            .map(|fetched| *fetched + self.report_max_age);
+        lists.chain(reports).min()
     }
 
     fn publish(&self, parts: &Parts) {
@@ -226,7 +234,7 @@ mod tests {
 
     #[test]
     fn a_list_older_than_max_age_is_dropped_and_the_other_kept() {
-        let store = Store::new(Duration::from_secs(60));
+        let store = Store::new(Duration::from_secs(60), Duration::from_secs(60));
         let start = Instant::now();
         let set = |name: &str, kind| AssetSet {
             assets: vec![Asset::from_item(
@@ -260,7 +268,7 @@ mod tests {
 
     #[tokio::test]
     async fn the_first_cycle_completes_only_once_a_poll_cycle_has_ended() {
-        let store = Store::new(Duration::from_secs(60));
+        let store = Store::new(Duration::from_secs(60), Duration::from_secs(60));
         let waiting = tokio::spawn({
             let store = store.clone();
             async move { store.first_cycle().await }
@@ -276,7 +284,7 @@ mod tests {
 
     #[test]
     fn reports_expire_and_vanish_with_their_asset() {
-        let store = Store::new(Duration::from_secs(60));
+        let store = Store::new(Duration::from_secs(60), Duration::from_secs(60));
         let start = Instant::now();
         let asset = Asset::from_item(
             Kind::Ip,

@@ -2,6 +2,7 @@
 
 mod accounts;
 mod backfill;
+mod day;
 mod deploy;
 mod exposition;
 mod faults;

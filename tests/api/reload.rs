@@ -154,7 +154,10 @@ async fn a_refused_configuration_changes_nothing_and_says_why() {
     assert_eq!(reload_gauge(&metrics), Some(0.0), "{metrics}");
     probe_has(&app, "eu", "reputation_up 1").await;
     let page = app.get("/").await.text().await.unwrap();
-    assert!(page.contains("reload it with SIGHUP or <code>POST /-/reload</code>"), "{page}");
+    assert!(
+        page.contains("reload it with SIGHUP or <code>POST /-/reload</code>"),
+        "{page}"
+    );
     assert!(page.contains("The last reload was refused"), "{page}");
     let logs = app.logs();
     assert!(
