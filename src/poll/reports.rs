@@ -14,8 +14,9 @@ use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures_util::StreamExt as _;
+use futures_util::{FutureExt, StreamExt as _};
 use jiff::tz::TimeZone;
+use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tracing::{debug, info, warn};
 
@@ -26,7 +27,7 @@ use crate::telemetry::Telemetry;
 use crate::upstream::dto::{self, AssetReport};
 use crate::upstream::retry::RetryPolicy;
 use crate::upstream::{Client, FetchError, asset_path};
-use crate::vocabulary::{Endpoint, Kind, Unrecognized};
+use crate::vocabulary::{Endpoint, Kind};
 
 /// Reports that arrived are published at least this often during a round...
 const PUBLISH_AT_LEAST_EVERY: Duration = Duration::from_secs(10);
@@ -161,11 +162,12 @@ impl ReportPoller {
             .buffer_unordered(self.concurrency);
 
         let mut batch = Vec::new();
-        let mut unrecognized = Vec::new();
         let (mut fetched, mut gone) = (0usize, 0usize);
         let mut failures: BTreeMap<String, usize> = BTreeMap::new();
         let mut last_publish = Instant::now();
         let mut publish_every = PUBLISH_AT_MOST_EVERY;
+        // At most one rebuild at a time, and never waited for while requests can start.
+        let mut publishing: Option<JoinHandle<Duration>> = None;
         while let Some((kind, name, outcome)) = results.next().await {
             match outcome {
                 Outcome::Report(dto) => {
@@ -178,16 +180,19 @@ impl ReportPoller {
                 }
                 Outcome::Failed(class) => *failures.entry(class).or_default() += 1,
             }
-            if !batch.is_empty() && last_publish.elapsed() >= publish_every {
-                let publishing = Instant::now();
-                self.publish(std::mem::take(&mut batch), &mut unrecognized)
-                    .await;
-                publish_every =
-                    (publishing.elapsed() * 3).clamp(PUBLISH_AT_MOST_EVERY, PUBLISH_AT_LEAST_EVERY);
+            let idle = publishing.as_ref().is_none_or(JoinHandle::is_finished);
+            if !batch.is_empty() && idle && last_publish.elapsed() >= publish_every {
+                if let Some(Ok(took)) = publishing.take().and_then(FutureExt::now_or_never) {
+                    publish_every = (took * 3).clamp(PUBLISH_AT_MOST_EVERY, PUBLISH_AT_LEAST_EVERY);
+                }
+                publishing = Some(self.publish(std::mem::take(&mut batch)));
                 last_publish = Instant::now();
             }
         }
-        self.publish(batch, &mut unrecognized).await;
+        if let Some(previous) = publishing {
+            let _ = previous.await;
+        }
+        let _ = self.publish(batch).await;
         let failed: usize = failures.values().sum();
         let took = format!("{:.1}s", started.elapsed().as_secs_f64());
         let why = failures
@@ -221,23 +226,16 @@ impl ReportPoller {
         failed == 0
     }
 
-    /// Hands a batch of reports to the store, which rebuilds the snapshot on a blocking thread.
-    async fn publish(
-        &self,
-        batch: Vec<(Kind, String, Option<Report>)>,
-        unrecognized: &mut Vec<Unrecognized>,
-    ) {
+    /// Hands a batch of reports to the store, which rebuilds the snapshot on a blocking thread
+    /// while the round goes on; the task ends with how long the rebuild took.
+    fn publish(&self, batch: Vec<(Kind, String, Option<Report>)>) -> JoinHandle<Duration> {
         let store = self.store.clone();
         let fetched = Instant::now();
-        let _ = crate::task::spawn_blocking(move || store.apply_reports(batch, fetched)).await;
-        for value in self.telemetry.unrecognized(std::mem::take(unrecognized)) {
-            warn!(
-                field = value.field,
-                value = %value.value,
-                "a date in an asset report cannot be read; it is counted in \
-                 reputation_unrecognized_values_total and skipped"
-            );
-        }
+        crate::task::spawn_blocking(move || {
+            let rebuilding = std::time::Instant::now();
+            store.apply_reports(batch, fetched);
+            rebuilding.elapsed()
+        })
     }
 
     async fn fetch(&self, name: &str, due: Instant, pause: &Pause) -> Outcome {
