@@ -16,7 +16,7 @@ pairs=("$@")
 [ ${#pairs[@]} -gt 0 ] || pairs=(1 100000 20 5000)
 polls=${BENCH_POLLS:-15}
 
-cargo build --release --quiet --bin reputation-exporter --example simulated_api
+cargo build --release --quiet --bin reputation-exporter
 exporter=target/release/reputation-exporter
 work=$(mktemp -d)
 pids=()
@@ -35,7 +35,7 @@ printf '|---|---|---|---|\n'
 while [ ${#pairs[@]} -ge 2 ]; do
     accounts=${pairs[0]} assets=${pairs[1]}
     pairs=("${pairs[@]:2}")
-    target/release/examples/simulated_api "$assets" 127.0.0.1:0 >"$work/api.url" &
+    "$exporter" simulate --assets "$assets" >"$work/api.url" &
     api=$!
     for _ in $(seq 100); do [ -s "$work/api.url" ] && break; sleep 0.1; done
     url=$(head -n1 "$work/api.url")

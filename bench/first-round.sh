@@ -17,7 +17,7 @@ pairs=("$@")
 [ ${#pairs[@]} -gt 0 ] || pairs=(10000 4 100000 16)
 latency=${LATENCY_MS:-50}
 
-cargo build --release --quiet --bin reputation-exporter --example simulated_api
+cargo build --release --quiet --bin reputation-exporter
 exporter=target/release/reputation-exporter
 work=$(mktemp -d)
 pids=()
@@ -39,7 +39,7 @@ printf '|---|---|---|---|---|---|---|\n'
 while [ ${#pairs[@]} -ge 2 ]; do
     assets=${pairs[0]} concurrency=${pairs[1]}
     pairs=("${pairs[@]:2}")
-    target/release/examples/simulated_api "$assets" 127.0.0.1:0 "$latency" >"$work/api.url" &
+    "$exporter" simulate --assets "$assets" --report-latency "${latency}ms" >"$work/api.url" &
     api=$!
     pids+=("$api")
     for _ in $(seq 100); do [ -s "$work/api.url" ] && break; sleep 0.1; done
@@ -54,8 +54,7 @@ while [ ${#pairs[@]} -ge 2 ]; do
     exporter_pid=$!
     pids+=("$exporter_pid")
     # The round starts once the lists are in: the CPU of the list poll is not the reports'.
-    until grep -q 'asset report round started\|"API account"' "$work/exporter.log" &&
-        curl -sf -o /dev/null "http://127.0.0.1:$port/-/ready"; do
+    until curl -sf -o /dev/null "http://127.0.0.1:$port/-/ready"; do
         sleep 0.2
     done
     cpu_before=$(cpu_seconds "$exporter_pid")

@@ -33,7 +33,7 @@ if [ ${#missing[@]} -gt 0 ]; then
     apt-get update -qq && apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-cargo build --release --quiet --bin reputation-exporter --example simulated_api --example poll_cost
+cargo build --release --quiet --bin reputation-exporter --example poll_cost
 exporter=target/release/reputation-exporter
 
 work=$(mktemp -d)
@@ -80,7 +80,7 @@ printf '%-8s %-8s %-15s %-24s %-24s %-20s %-6s\n' \
     assets "body MB" "start s (own)" "plain rps exp/nginx" "gzip rps exp/nginx" "rss/body (growth)" poll
 for n in "${sizes[@]}"; do
     sim_port=$(free_port)
-    target/release/examples/simulated_api "$n" "127.0.0.1:$sim_port" >/dev/null &
+    target/release/reputation-exporter simulate --assets "$n" --listen-address "127.0.0.1:$sim_port" >/dev/null &
     pids+=($!)
     sim="http://127.0.0.1:$sim_port"
     wait_for 120 curl -sf -H "Authorization: Bearer demo-token" "$sim/api/v1/system-check"

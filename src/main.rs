@@ -9,8 +9,9 @@ use anyhow::Context as _;
 use clap::Parser as _;
 use reputation_exporter::app::App;
 use reputation_exporter::backfill;
-use reputation_exporter::config::cli::Command;
+use reputation_exporter::config::cli::{Command, SimulateArgs};
 use reputation_exporter::config::{Cli, Config};
+use reputation_exporter::demo::SimulatedApi;
 use reputation_exporter::exposition::Format;
 use reputation_exporter::server::ReloadRequest;
 
@@ -22,6 +23,9 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Some(Command::Simulate(args)) = &cli.command {
+        return simulate(args);
+    }
     let config = match Config::load(&cli) {
         Ok(config) => config,
         Err(e) => {
@@ -143,6 +147,44 @@ async fn run_backfill(
         }
         Err(e) => {
             tracing::error!("{e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `simulate`: the simulated API on its own, until SIGINT or SIGTERM.
+fn simulate(args: &SimulateArgs) -> ExitCode {
+    let latency = match humantime::parse_duration(args.report_latency.trim()) {
+        Ok(latency) => latency,
+        Err(e) => {
+            eprintln!(
+                "--report-latency {}: not a duration ({e}); write e.g. 50ms",
+                args.report_latency
+            );
+            return ExitCode::FAILURE;
+        }
+    };
+    let served = async {
+        let ips = args.assets * 4 / 5;
+        let api = SimulatedApi::new(ips, args.assets - ips);
+        api.set_report_delay(latency);
+        let listener = tokio::net::TcpListener::bind(&args.listen_address)
+            .await
+            .with_context(|| format!("cannot listen on {}", args.listen_address))?;
+        println!("http://{}", listener.local_addr()?);
+        std::io::stdout().flush()?;
+        axum::serve(listener, api.router())
+            .with_graceful_shutdown(shutdown_signal())
+            .await?;
+        anyhow::Ok(())
+    };
+    let outcome = tokio::runtime::Runtime::new()
+        .context("cannot start the async runtime")
+        .and_then(|runtime| runtime.block_on(served));
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("{e:#}");
             ExitCode::FAILURE
         }
     }

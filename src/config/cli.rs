@@ -65,6 +65,28 @@ pub enum Command {
     /// Write the asset reports' history as OpenMetrics for `promtool tsdb
     /// create-blocks-from openmetrics`, so Prometheus has months of data on day one.
     Backfill(BackfillArgs),
+    /// Serve the simulated API on its own (what --demo polls), to try a configuration or the
+    /// README's "Run it for real" without an account: prints its base URL and serves until
+    /// stopped. Its token is demo-token.
+    Simulate(SimulateArgs),
+}
+
+/// `simulate`'s flags.
+#[derive(Debug, Clone, Args)]
+pub struct SimulateArgs {
+    /// How many assets it monitors: four in five IP addresses, the rest domains.
+    #[arg(long, value_name = "N", default_value_t = 20)]
+    pub assets: usize,
+    /// Address to listen on.
+    #[arg(
+        long = "listen-address",
+        value_name = "ADDR",
+        default_value = "127.0.0.1:0"
+    )]
+    pub listen_address: String,
+    /// How long each asset report takes to answer, e.g. 50ms.
+    #[arg(long = "report-latency", value_name = "DURATION", default_value = "0s")]
+    pub report_latency: String,
 }
 
 /// `backfill`'s flags.

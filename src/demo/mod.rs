@@ -87,6 +87,31 @@ struct Sim {
     bodies: [Option<bytes::Bytes>; 2],
     /// Unix time at tick 0: the dates in generated histories count from it.
     epoch: i64,
+    /// Where each asset is in its list, built when first needed and dropped when the lists
+    /// change their names, so that a report of 100,000 assets is not a linear search.
+    positions: Option<HashMap<String, (Kind, usize)>>,
+}
+
+impl Sim {
+    /// The list and position of the asset named `name`.
+    fn position_of(&mut self, name: &str) -> Option<(Kind, usize)> {
+        let (ips, domains) = (&self.ips, &self.domains);
+        let positions = self.positions.get_or_insert_with(|| {
+            let named = |items: &[Value], field: &str, kind: Kind| {
+                items
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, v)| Some((v[field].as_str()?.to_owned(), (kind, i))))
+                    .collect::<Vec<_>>()
+            };
+            // Domains first, so that an address listed as both is found as the address.
+            named(domains, "domain", Kind::Domain)
+                .into_iter()
+                .chain(named(ips, "ip", Kind::Ip))
+                .collect()
+        });
+        positions.get(name).copied()
+    }
 }
 
 #[derive(Debug)]
@@ -120,6 +145,7 @@ impl SimulatedApi {
                 epoch: std::time::SystemTime::now()
                     .duration_since(std::time::UNIX_EPOCH)
                     .map_or(0, |d| d.as_secs() as i64),
+                positions: None,
             })),
             held: Arc::new(tokio::sync::watch::channel(false).0),
         }
@@ -186,6 +212,7 @@ impl SimulatedApi {
             Kind::Ip => sim.ips = items,
             Kind::Domain => sim.domains = items,
         }
+        sim.positions = None;
         sim.bodies = Default::default();
     }
 
@@ -203,6 +230,7 @@ impl SimulatedApi {
         let mut sim = self.sim();
         sim.ips.retain(|v| v["ip"] != name);
         sim.domains.retain(|v| v["domain"] != name);
+        sim.positions = None;
         sim.bodies = Default::default();
     }
 
@@ -423,19 +451,33 @@ async fn asset_report(
     let in_flight = InFlight(api.clone());
     tokio::time::sleep(delay).await;
     drop(in_flight);
-    let sim = api.sim();
-    let tick = sim.moving.as_ref().map_or(0, |m| m.tick);
-    let now = sim.epoch + (tick * DEMO_TICK.as_secs()) as i64;
-    let position = |items: &[Value], field: &str| items.iter().position(|v| v[field] == name);
-    let report = if sim.hidden_reports.contains(&name) {
-        None
-    } else if let Some(report) = sim.reports.get(&name) {
-        Some(report.clone())
-    } else if let Some(i) = position(&sim.ips, "ip") {
-        Some(report_item(&name, i as u64, tick, now))
-    } else {
-        position(&sim.domains, "domain")
-            .map(|i| report_item(&name, 1_000_000 + i as u64, tick, now))
+    // What to answer is decided under the lock; the report is generated and serialized after
+    // it, so that concurrent requests do not queue behind one another.
+    enum Answer {
+        Set(Value),
+        Generated(u64, u64, i64),
+        Unknown,
+    }
+    let answer = {
+        let mut sim = api.sim();
+        let tick = sim.moving.as_ref().map_or(0, |m| m.tick);
+        let now = sim.epoch + (tick * DEMO_TICK.as_secs()) as i64;
+        if sim.hidden_reports.contains(&name) {
+            Answer::Unknown
+        } else if let Some(report) = sim.reports.get(&name) {
+            Answer::Set(report.clone())
+        } else {
+            match sim.position_of(&name) {
+                Some((Kind::Ip, i)) => Answer::Generated(i as u64, tick, now),
+                Some((Kind::Domain, i)) => Answer::Generated(1_000_000 + i as u64, tick, now),
+                None => Answer::Unknown,
+            }
+        }
+    };
+    let report = match answer {
+        Answer::Set(report) => Some(report),
+        Answer::Generated(seed, tick, now) => Some(report_item(&name, seed, tick, now)),
+        Answer::Unknown => None,
     };
     match report {
         Some(report) => Json(report).into_response(),

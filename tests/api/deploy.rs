@@ -190,3 +190,30 @@ fn trend_panels_look_back_a_day_and_current_state_panels_do_not() {
     }
     assert!(trends >= 7, "the trend panels were found: {trends}");
 }
+
+#[test]
+fn every_alert_links_its_own_heading_of_the_shipped_runbook() {
+    let alerts = read("deploy/prometheus/alerts.yml");
+    let runbook = read("docs/runbook.md");
+    let mut alert = None;
+    let mut linked = 0;
+    for line in alerts.lines().map(str::trim) {
+        if let Some(name) = line.strip_prefix("- alert: ") {
+            alert = Some(name.to_owned());
+        }
+        if let Some(url) = line.strip_prefix("runbook_url: ") {
+            let name = alert.as_deref().expect("a runbook_url inside an alert");
+            let (page, anchor) = url.split_once('#').expect("an anchor");
+            assert!(page.ends_with("/docs/runbook.md"), "{name}: {url}");
+            assert_eq!(anchor, name.to_lowercase(), "{name}: {url}");
+            assert!(
+                runbook.lines().any(|l| l == format!("## {name}")),
+                "docs/runbook.md has no section `## {name}`"
+            );
+            linked += 1;
+        }
+    }
+    let alerts_count = alerts.matches("- alert: ").count();
+    assert_eq!(linked, alerts_count, "every alert has a runbook_url");
+    assert!(linked >= 12, "{linked} alerts");
+}

@@ -389,18 +389,21 @@ async fn sighup_reloads_the_configuration_and_never_ends_the_process() {
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("exporter.toml");
     std::fs::write(&file, "[poll]\ninterval = \"1h\"\n").unwrap();
-    let mut child = exporter()
-        .args([
-            "--demo",
-            "--web.listen-address",
-            "127.0.0.1:0",
-            "--config.file",
-        ])
-        .arg(&file)
-        .stderr(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut running = Running(
+        exporter()
+            .args([
+                "--demo",
+                "--web.listen-address",
+                "127.0.0.1:0",
+                "--config.file",
+            ])
+            .arg(&file)
+            .stderr(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let child = &mut running.0;
     let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
     let mut stderr = BufReader::new(child.stderr.take().unwrap()).lines();
     let address = stderr
@@ -457,7 +460,7 @@ async fn sighup_reloads_the_configuration_and_never_ends_the_process() {
     };
 
     assert_eq!(gauge(&metrics().await), Some(1.0));
-    hangup(&child);
+    hangup(child);
     until("reload", reloaded(1)).await;
     assert!(
         lines
@@ -474,7 +477,7 @@ async fn sighup_reloads_the_configuration_and_never_ends_the_process() {
     assert_eq!(gauge(&metrics().await), Some(1.0));
 
     std::fs::write(&file, "[poll]\ninterval = \"soon\"\n").unwrap();
-    hangup(&child);
+    hangup(child);
     until(
         "refusal",
         Box::new(|l: &[String]| {
@@ -490,7 +493,7 @@ async fn sighup_reloads_the_configuration_and_never_ends_the_process() {
     assert_eq!(gauge(&metrics().await), Some(0.0));
 
     std::fs::write(&file, "[poll]\ninterval = \"30m\"\n").unwrap();
-    hangup(&child);
+    hangup(child);
     until("second reload", reloaded(2)).await;
     assert_eq!(gauge(&metrics().await), Some(1.0));
     assert!(
@@ -507,10 +510,20 @@ async fn sighup_reloads_the_configuration_and_never_ends_the_process() {
         .status()
         .unwrap();
     assert!(killed.success());
-    let status = exit_within(&mut child, Duration::from_secs(10), "after SIGTERM");
+    let status = exit_within(child, Duration::from_secs(10), "after SIGTERM");
     assert_eq!(status.code(), Some(0));
     std::fs::remove_dir_all(dir).unwrap();
 }
 
 /// A condition on the lines logged so far.
 type LinesCondition = Box<dyn Fn(&[String]) -> bool>;
+
+/// A child process that is killed when the test ends, whether it passed or not.
+struct Running(std::process::Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}

@@ -13,9 +13,8 @@ e2e_name=accounts
 # shellcheck source=tests/e2e/lib.sh
 . tests/e2e/lib.sh
 
-cargo build --quiet --example simulated_api
 for account in eu us; do
-    target/debug/examples/simulated_api "$([ $account = eu ] && echo 10 || echo 5)" 127.0.0.1:0 \
+    "$exporter_bin" simulate --assets "$([ $account = eu ] && echo 10 || echo 5)" \
         >"$work/$account.url" &
     pids+=($!)
 done

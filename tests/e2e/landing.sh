@@ -51,8 +51,7 @@ chromium --screenshot="$PWD/target/landing.png" --window-size=1280,1024 "$url/" 
 [ -s target/landing.png ] || fail "empty screenshot"
 
 # Two accounts: `up` polls a simulated API, `down` a port where nothing listens.
-cargo build --quiet --example simulated_api
-target/debug/examples/simulated_api 12 127.0.0.1:0 >"$work/up.url" &
+"$exporter_bin" simulate --assets 12 >"$work/up.url" &
 pids+=($!)
 for _ in $(seq 50); do [ -s "$work/up.url" ] && break; sleep 0.1; done
 cat >"$work/accounts.toml" <<TOML

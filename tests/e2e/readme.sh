@@ -4,7 +4,7 @@
 # become ready and serve the simulated fleet. Everything listens on 127.0.0.1 (the exporter on
 # its default port, 9525) and is stopped on exit.
 #
-# Usage: tests/e2e/readme.sh
+# Usage: tests/e2e/readme.sh [path/to/reputation-exporter (for the simulated API)]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -17,8 +17,9 @@ awk '/^## Run it for real/{in_section=1} in_section && /^```sh/{block=1; next}
      block && /^```/{exit} block{print}' README.md >"$work/block.sh"
 grep -q 'cargo install --locked --path .' "$work/block.sh" || fail "the block was not found"
 
-cargo build --release --quiet --example simulated_api
-target/release/examples/simulated_api 20 127.0.0.1:0 >"$work/api.url" &
+# The simulated API as the README tells a reader without an account to start it.
+simulate=$(grep -o -m1 'reputation-exporter simulate[^`]*' README.md) || fail "the README does not say how to simulate"
+"${1:-target/debug/reputation-exporter}" ${simulate#reputation-exporter } >"$work/api.url" &
 pids+=($!)
 for _ in $(seq 50); do [ -s "$work/api.url" ] && break; sleep 0.1; done
 api=$(head -n 1 "$work/api.url")
