@@ -19,17 +19,9 @@ latency=${LATENCY_MS:-50}
 
 cargo build --release --quiet --bin reputation-exporter
 exporter=target/release/reputation-exporter
-work=$(mktemp -d)
-pids=()
-cleanup() {
-    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    rm -rf "$work"
-}
-trap cleanup EXIT
-free_port() {
-    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
+e2e_name=first-round
+# shellcheck source=tests/e2e/lib.sh
+. tests/e2e/lib.sh
 cpu_seconds() {
     awk -v hz="$(getconf CLK_TCK)" '{print ($14 + $15) / hz}' "/proc/$1/stat"
 }
@@ -39,12 +31,10 @@ printf '|---|---|---|---|---|---|---|\n'
 while [ ${#pairs[@]} -ge 2 ]; do
     assets=${pairs[0]} concurrency=${pairs[1]}
     pairs=("${pairs[@]:2}")
-    "$exporter" simulate --assets "$assets" --report-latency "${latency}ms" >"$work/api.url" &
-    api=$!
-    pids+=("$api")
-    for _ in $(seq 100); do [ -s "$work/api.url" ] && break; sleep 0.1; done
+    simulated api_url "$exporter" "$assets" --report-latency "${latency}ms"
+    api=${pids[-1]}
     port=$(free_port)
-    REPUTATION_EXPORTER_API__BASE_URL=$(head -n1 "$work/api.url") \
+    REPUTATION_EXPORTER_API__BASE_URL=$api_url \
     REPUTATION_EXPORTER_API__TOKEN=demo-token \
     REPUTATION_EXPORTER_POLL__INTERVAL=1h \
     REPUTATION_EXPORTER_ASSET_REPORTS__ENABLED=true \

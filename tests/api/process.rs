@@ -2,6 +2,7 @@
 
 use std::io::{BufRead as _, BufReader};
 use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::helpers::exporter;
@@ -20,14 +21,9 @@ fn config_check(flags: &[&str]) -> std::process::Output {
         .unwrap()
 }
 
-#[test]
-fn sigterm_ends_the_exporter_with_status_0() {
-    let mut child = exporter()
-        .args(["--demo", "--web.listen-address", "127.0.0.1:0"])
-        .stderr(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
+/// Reads the exporter's stderr up to its `listening` line; returns the address it listens on
+/// and every later line, collected as it comes (so the exporter never writes into a full pipe).
+fn listening(child: &mut std::process::Child) -> (String, Arc<Mutex<Vec<String>>>) {
     let mut stderr = BufReader::new(child.stderr.take().unwrap()).lines();
     let address = stderr
         .by_ref()
@@ -39,25 +35,45 @@ fn sigterm_ends_the_exporter_with_status_0() {
                 .map(str::to_owned)
         })
         .expect("the exporter logs the address it listens on");
-    // Keep reading, so the exporter never writes into a full pipe.
-    std::thread::spawn(move || stderr.for_each(drop));
+    let lines = Arc::new(Mutex::new(Vec::new()));
+    std::thread::spawn({
+        let lines = lines.clone();
+        move || {
+            stderr
+                .map_while(Result::ok)
+                .for_each(|l| lines.lock().unwrap().push(l))
+        }
+    });
+    (address, lines)
+}
 
-    let deadline = Instant::now() + Duration::from_secs(15);
+/// An HTTP client for the tests of the binary.
+fn client() -> reqwest::Client {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::new()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sigterm_ends_the_exporter_with_status_0() {
+    let mut running = Running(
+        exporter()
+            .args(["--demo", "--web.listen-address", "127.0.0.1:0"])
+            .stderr(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let child = &mut running.0;
+    let (address, _lines) = listening(child);
+    let http = client();
+    let deadline = tokio::time::Instant::now() + crate::helpers::DEADLINE;
     loop {
-        let ready = Command::new("curl")
-            .args([
-                "-sf",
-                "-o",
-                "/dev/null",
-                &format!("http://{address}/-/ready"),
-            ])
-            .status()
-            .is_ok_and(|s| s.success());
-        if ready {
+        let ready = http.get(format!("http://{address}/-/ready")).send().await;
+        if ready.is_ok_and(|r| r.status() == 200) {
             break;
         }
-        assert!(Instant::now() < deadline, "never ready");
-        std::thread::sleep(Duration::from_millis(50));
+        assert!(tokio::time::Instant::now() < deadline, "never ready");
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 
     let killed = Command::new("kill")
@@ -65,7 +81,7 @@ fn sigterm_ends_the_exporter_with_status_0() {
         .status()
         .unwrap();
     assert!(killed.success());
-    let status = exit_within(&mut child, Duration::from_secs(10), "after SIGTERM");
+    let status = exit_within(child, Duration::from_secs(10), "after SIGTERM");
     assert_eq!(status.code(), Some(0));
 }
 
@@ -404,28 +420,8 @@ async fn sighup_reloads_the_configuration_and_never_ends_the_process() {
             .unwrap(),
     );
     let child = &mut running.0;
-    let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
-    let mut stderr = BufReader::new(child.stderr.take().unwrap()).lines();
-    let address = stderr
-        .by_ref()
-        .map_while(Result::ok)
-        .find(|line| line.contains("listening"))
-        .and_then(|line| {
-            line.split_whitespace()
-                .find_map(|w| w.strip_prefix("address="))
-                .map(str::to_owned)
-        })
-        .expect("the exporter logs the address it listens on");
-    std::thread::spawn({
-        let lines = lines.clone();
-        move || {
-            stderr
-                .map_while(Result::ok)
-                .for_each(|l| lines.lock().unwrap().push(l))
-        }
-    });
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let http = reqwest::Client::new();
+    let (address, lines) = listening(child);
+    let http = client();
     let metrics = || async {
         let url = format!("http://{address}/metrics");
         http.get(url).send().await.unwrap().text().await.unwrap()

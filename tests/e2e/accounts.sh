@@ -13,13 +13,9 @@ e2e_name=accounts
 # shellcheck source=tests/e2e/lib.sh
 . tests/e2e/lib.sh
 
+simulated eu_url "$exporter_bin" 10
+simulated us_url "$exporter_bin" 5
 for account in eu us; do
-    "$exporter_bin" simulate --assets "$([ $account = eu ] && echo 10 || echo 5)" \
-        >"$work/$account.url" &
-    pids+=($!)
-done
-for account in eu us; do
-    for _ in $(seq 50); do [ -s "$work/$account.url" ] && break; sleep 0.1; done
     install -m 0600 /dev/stdin "$work/$account.token" <<<"demo-token"
 done
 cat >"$work/exporter.toml" <<TOML
@@ -27,11 +23,11 @@ cat >"$work/exporter.toml" <<TOML
 interval = "2s"
 
 [accounts.eu]
-base_url = "$(head -n1 "$work/eu.url")"
+base_url = "$eu_url"
 token_file = "$work/eu.token"
 
 [accounts.us]
-base_url = "$(head -n1 "$work/us.url")"
+base_url = "$us_url"
 token_file = "$work/us.token"
 TOML
 exporter_port=$(free_port)

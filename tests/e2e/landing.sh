@@ -51,9 +51,7 @@ chromium --screenshot="$PWD/target/landing.png" --window-size=1280,1024 "$url/" 
 [ -s target/landing.png ] || fail "empty screenshot"
 
 # Two accounts: `up` polls a simulated API, `down` a port where nothing listens.
-"$exporter_bin" simulate --assets 12 >"$work/up.url" &
-pids+=($!)
-for _ in $(seq 50); do [ -s "$work/up.url" ] && break; sleep 0.1; done
+simulated up_url "$exporter_bin" 12
 cat >"$work/accounts.toml" <<TOML
 [poll]
 interval = "1m"
@@ -62,7 +60,7 @@ interval = "1m"
 max_elapsed = "1s"
 
 [accounts.up]
-base_url = "$(head -n1 "$work/up.url")"
+base_url = "$up_url"
 token = "demo-token"
 
 [accounts.down]

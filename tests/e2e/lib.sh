@@ -1,6 +1,6 @@
-# Shared by the end-to-end scripts (sourced, after setting e2e_name): a scratch directory, the
-# processes listed in `pids` stopped on exit, `fail` showing the tail of every log in the
-# scratch directory, and a free port on 127.0.0.1.
+# Shared by the end-to-end scripts and benchmarks (sourced, after setting e2e_name): a scratch
+# directory, the processes listed in `pids` stopped on exit, `fail` showing the tail of every log
+# in the scratch directory, a free port on 127.0.0.1, and the simulated API.
 
 work=$(mktemp -d)
 pids=()
@@ -27,4 +27,22 @@ fail() {
 
 free_port() {
     python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# `simulated VARIABLE BINARY ASSETS [FLAGS...]`: starts `BINARY simulate` on a free loopback
+# port, stopped on exit, and sets VARIABLE to its base URL once it serves (token: demo-token).
+simulated() {
+    local variable=$1 binary=$2 assets=$3 url_file
+    shift 3
+    url_file=$(mktemp -p "$work" simulated.XXXXXX)
+    "$binary" simulate --assets "$assets" "$@" >"$url_file" &
+    pids+=($!)
+    for _ in $(seq 100); do
+        if [ -s "$url_file" ]; then
+            printf -v "$variable" '%s' "$(head -n1 "$url_file")"
+            return
+        fi
+        sleep 0.1
+    done
+    fail "the simulated API did not start"
 }
