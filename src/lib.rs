@@ -12,8 +12,12 @@
 //! - [`store`]: the latest good data, and the snapshot swapped in on every change.
 //! - [`snapshot`]: what a scrape serves: each list rendered once, and the assembled body.
 //! - [`exposition`]: OpenMetrics 1.0 and Prometheus text 0.0.4 writers, and gzip.
-//! - [`server`]: `/metrics`, the landing page, health, readiness, basic auth, the sockets.
-//! - [`app`]: the exporter built from a `Config` and run on a listener until shutdown.
+//! - [`accounts`]: each account's client, pollers and store, built from its configuration and
+//!   running until dropped; the set of them, kept across reloads; `resolve(target)`.
+//! - [`server`]: `/metrics`, `/probe`, the landing page, health, readiness, `/-/reload`, basic
+//!   auth, the sockets.
+//! - [`app`]: the exporter built from a `Config`, reloaded with a new one, and run on a
+//!   listener until shutdown.
 //! - [`backfill`]: the `backfill` command: the reports' history as OpenMetrics for promtool.
 //!
 //! Beside the flow: [`telemetry`] (the exporter's own metrics, on `prometheus-client`),
