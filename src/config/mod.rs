@@ -7,11 +7,11 @@
 //! its key; [`Settings::validate`] then checks what involves several keys.
 
 mod check;
-mod validate;
 pub mod cli;
 mod env;
 mod parse;
 pub mod settings;
+mod validate;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
