@@ -56,7 +56,8 @@ got=$(python3 -c 'import json,sys; r=json.load(sys.stdin)["data"]["result"]; pri
 [ "$got" = "$value" ] || fail "Prometheus answered '$got' at $at, the file says $value ($answer)"
 echo "backfill: Prometheus answers reputation_senderscore=$value for 192.0.2.1 at $(date -u -d "@$at" +%FT%TZ)"
 # The oldest day too: the retention keeps all of --since.
-oldest=$(awk '/^reputation_senderscore\{/{print $3}' "$work/history.om" | sort -n | head -n 1)
+oldest=$(awk '/^reputation_senderscore\{/ && (min == "" || $3 < min) {min = $3} END {print min}' \
+    "$work/history.om")
 answer=$(curl -sfG "http://127.0.0.1:$port/api/v1/query" \
     --data-urlencode 'query=count(reputation_senderscore)' --data-urlencode "time=$oldest")
 got=$(python3 -c 'import json,sys; r=json.load(sys.stdin)["data"]["result"]; print(r[0]["value"][1] if r else 0)' <<<"$answer")

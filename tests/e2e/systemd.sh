@@ -69,7 +69,7 @@ strace -f -qq -o "$work/serve.strace" "$exporter_bin" --demo --web.listen-addres
     >"$work/serve.log" 2>&1 &
 pids+=($!)
 deadline=$((SECONDS + 60))
-until curl -sf "http://127.0.0.1:$port/metrics" | grep -q '^reputation_asset_tag_info{'; do
+until curl -sf "http://127.0.0.1:$port/metrics" | grep '^reputation_asset_tag_info{' >/dev/null; do
     [ "$SECONDS" -lt "$deadline" ] || fail "the traced exporter never served report series"
     sleep 1
 done
