@@ -47,6 +47,22 @@ fn listening(child: &mut std::process::Child) -> (String, Arc<Mutex<Vec<String>>
     (address, lines)
 }
 
+/// The exporter in `--demo` mode on a free loopback port, with `flags`; its address and the
+/// lines it logs after it listens.
+fn demo_listening(flags: &[&std::ffi::OsStr]) -> (Running, String, Arc<Mutex<Vec<String>>>) {
+    let mut running = Running(
+        exporter()
+            .args(["--demo", "--web.listen-address", "127.0.0.1:0"])
+            .args(flags)
+            .stderr(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let (address, lines) = listening(&mut running.0);
+    (running, address, lines)
+}
+
 /// An HTTP client for the tests of the binary.
 fn client() -> reqwest::Client {
     let _ = rustls::crypto::ring::default_provider().install_default();
@@ -55,16 +71,8 @@ fn client() -> reqwest::Client {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn sigterm_ends_the_exporter_with_status_0() {
-    let mut running = Running(
-        exporter()
-            .args(["--demo", "--web.listen-address", "127.0.0.1:0"])
-            .stderr(Stdio::piped())
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
+    let (mut running, address, _lines) = demo_listening(&[]);
     let child = &mut running.0;
-    let (address, _lines) = listening(child);
     let http = client();
     let deadline = tokio::time::Instant::now() + crate::helpers::DEADLINE;
     loop {
@@ -405,22 +413,9 @@ async fn sighup_reloads_the_configuration_and_never_ends_the_process() {
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("exporter.toml");
     std::fs::write(&file, "[poll]\ninterval = \"1h\"\n").unwrap();
-    let mut running = Running(
-        exporter()
-            .args([
-                "--demo",
-                "--web.listen-address",
-                "127.0.0.1:0",
-                "--config.file",
-            ])
-            .arg(&file)
-            .stderr(Stdio::piped())
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
+    let (mut running, address, lines) =
+        demo_listening(&["--config.file".as_ref(), file.as_os_str()]);
     let child = &mut running.0;
-    let (address, lines) = listening(child);
     let http = client();
     let metrics = || async {
         let url = format!("http://{address}/metrics");
