@@ -207,7 +207,7 @@ impl App {
                 }
             }
         });
-        let served = server::serve_bounded(listener, state, shutdown, max_connections).await;
+        let served = server::serve(listener, state, shutdown, max_connections).await;
         reloader.abort();
         // The accounts stop with the last holder of their set.
         drop(core);
@@ -308,13 +308,4 @@ fn restart_only(running: &Config, new: &Config) -> Vec<&'static str> {
         changed.push("log");
     }
     changed
-}
-
-/// Builds the exporter for `config` and serves it on `listener` until `shutdown` completes.
-pub async fn run(
-    config: Config,
-    listener: TcpListener,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) -> Result<(), AppError> {
-    App::build(&config).await?.serve(listener, shutdown).await
 }

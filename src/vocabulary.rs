@@ -98,11 +98,11 @@ impl Kind {
 /// SNDS reputation colour: the states of the `reputation_snds_reputation` stateset.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SndsColour {
-    /// Good.
+    /// Mail from the address is mostly accepted by Outlook.com.
     Green,
-    /// Mixed.
+    /// Some of its mail is filtered as spam.
     Yellow,
-    /// Bad.
+    /// Most of its mail is filtered or refused.
     Red,
 }
 

@@ -2,7 +2,6 @@
 //! the layered figment by the helpers of [`super::parse`]; missing keys take the defaults below.
 
 use std::collections::BTreeMap;
-use std::fmt;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -36,8 +35,9 @@ pub struct Settings {
     pub accounts: BTreeMap<String, ApiSettings>,
 }
 
-/// `[api]`: where the upstream is and how to talk to it.
-#[derive(Clone, Deserialize)]
+/// `[api]`: where the upstream is and how to talk to it (its `Debug` shows the token as
+/// `<redacted>`, as [`Secret`]'s does).
+#[derive(Debug, Clone, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ApiSettings {
     /// Base address; the `/api/v1/...` paths are appended to it.
@@ -157,18 +157,6 @@ impl Default for ApiSettings {
             timeout: Duration::from_secs(30),
             max_body_bytes: 256 * 1024 * 1024,
         }
-    }
-}
-
-impl fmt::Debug for ApiSettings {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ApiSettings")
-            .field("base_url", &self.base_url)
-            .field("token", &self.token)
-            .field("token_file", &self.token_file)
-            .field("timeout", &self.timeout)
-            .field("max_body_bytes", &self.max_body_bytes)
-            .finish()
     }
 }
 

@@ -257,10 +257,7 @@ impl AssetSet {
         kind: Kind,
         max_labels: usize,
     ) -> Result<DecodedAssets, DecodeError> {
-        let name_field = match kind {
-            Kind::Ip => "ip",
-            Kind::Domain => "domain",
-        };
+        let name_field = kind.name_field();
         let mut unrecognized = Vec::new();
         let list = dto::decode_list_with(body, name_field, |item| {
             Asset::from_item(kind, item, max_labels, &mut unrecognized)

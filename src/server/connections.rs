@@ -36,7 +36,7 @@ pub fn max_connections() -> usize {
 
 /// Serves `router` on every connection `listener` accepts until `shutdown` completes; then
 /// stops accepting and gives open requests [`DRAIN_TIMEOUT`] to finish.
-pub(super) async fn serve<L>(
+pub(super) async fn accept<L>(
     mut listener: L,
     router: Router,
     shutdown: impl Future<Output = ()> + Send + 'static,

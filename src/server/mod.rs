@@ -102,18 +102,9 @@ pub fn router(state: AppState) -> Router {
 }
 
 /// Serves the exporter on `listener` until `shutdown` completes, then lets open requests
-/// finish, with as many connections at once as the process' file limit allows. TLS when the
-/// web configuration file turns it on.
+/// finish, with at most `max_connections` connections open at once (see [`max_connections`]
+/// for the default). TLS when the web configuration file turns it on.
 pub async fn serve(
-    listener: TcpListener,
-    state: AppState,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) -> std::io::Result<()> {
-    serve_bounded(listener, state, shutdown, max_connections()).await
-}
-
-/// [`serve`] with at most `max_connections` connections open at once.
-pub async fn serve_bounded(
     listener: TcpListener,
     state: AppState,
     shutdown: impl Future<Output = ()> + Send + 'static,
@@ -135,9 +126,9 @@ pub async fn serve_bounded(
     });
     if web.current().tls.is_some() {
         let listener = TlsListener::spawn(listener, web, max_connections)?;
-        connections::serve(listener, app, shutdown).await;
+        connections::accept(listener, app, shutdown).await;
     } else {
-        connections::serve(bounded(listener, max_connections), app, shutdown).await;
+        connections::accept(bounded(listener, max_connections), app, shutdown).await;
     }
     if let Some(watch) = watch {
         watch.abort();

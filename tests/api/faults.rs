@@ -183,12 +183,25 @@ async fn an_endless_503_is_given_up_within_max_elapsed_and_values_expire_after_m
     // Each poll retried and then gave up (retries are counted; that no attempt starts after
     // max_elapsed is checked on Tokio's paused clock in `upstream::retry`).
     let body = app.metrics().await;
-    let attempts = app.upstream.requests(IP_LIST) - before;
     let retries = value(&body, r#"reputation_api_retries_total{endpoint="ip-list"}"#);
     assert!(retries >= 1.0, "503 was retried");
+    // A poll's retries are at most 200 ms apart (max_delay) and stop within 600 ms; polls are
+    // 2 s apart: a gap of over a second is a poll that gave up and the next one starting.
+    let polls = || {
+        let arrivals = app.upstream.arrivals(IP_LIST);
+        arrivals[before..]
+            .windows(2)
+            .filter(|w| w[1] - w[0] > Duration::from_secs(1))
+            .count()
+            + 1
+    };
+    wait_until("a second poll of the outage", || polls() >= 2).await;
+    let attempts = app.upstream.requests(IP_LIST) - before;
     assert!(
-        retries < attempts as f64,
-        "every poll gave up and the next one started afresh"
+        attempts > polls(),
+        "each poll retried, gave up, and the next started afresh: {attempts} attempts in {} \
+         polls",
+        polls()
     );
 }
 

@@ -73,18 +73,33 @@ fn item(name_field: &'static str) -> impl Strategy<Value = Value> {
         )
 }
 
-/// The snapshot of these lists, and their assets (a snapshot keeps only their names).
-fn snapshot(ips: &[Value], domains: &[Value]) -> Option<(Snapshot, Vec<Asset>)> {
+/// The snapshot the poller builds from these lists, and the assets it must show (a snapshot
+/// keeps only their names). A list is refused exactly when its unusable items outnumber its
+/// usable ones; a refused list gives no part (the poller keeps the previous one, here none)
+/// and none of its assets.
+fn snapshot(ips: &[Value], domains: &[Value]) -> Result<(Snapshot, Vec<Asset>), TestCaseError> {
     let mut assets = Vec::new();
-    let mut list = |items: &[Value], kind| {
+    let mut list = |items: &[Value], kind| -> Result<_, TestCaseError> {
         let body = serde_json::to_vec(items).unwrap();
-        let set = AssetSet::decode(&body, kind, 64).ok()?.set;
-        assets.extend(set.assets.iter().cloned());
-        Some(Arc::new(ListPart::new(kind, set)))
+        let decoded = AssetSet::decode(&body, kind, 64)
+            .map_err(|e| TestCaseError::fail(format!("a JSON array must decode: {e}")))?;
+        let (usable, unusable) = (decoded.set.assets.len(), decoded.rejected.count);
+        prop_assert_eq!(unusable, items.len() - usable - decoded.duplicates);
+        match decoded.refusal() {
+            Some(refused) => {
+                prop_assert!(unusable > usable, "refused with {usable} usable: {refused}");
+                Ok(None)
+            }
+            None => {
+                prop_assert!(unusable <= usable, "{unusable} unusable beside {usable}");
+                assets.extend(decoded.set.assets.iter().cloned());
+                Ok(Some(Arc::new(ListPart::new(kind, decoded.set))))
+            }
+        }
     };
-    let ips = list(ips, Kind::Ip);
-    let domains = list(domains, Kind::Domain);
-    Some((Snapshot::build(ips, domains, None, true), assets))
+    let ips = list(ips, Kind::Ip)?;
+    let domains = list(domains, Kind::Domain)?;
+    Ok((Snapshot::build(ips, domains, None, true), assets))
 }
 
 /// Reads one sample line strictly; returns its label values, unescaped.
@@ -179,7 +194,7 @@ proptest! {
         ips in proptest::collection::vec(item("ip"), 0..8),
         domains in proptest::collection::vec(item("domain"), 0..4),
     ) {
-        let Some((snapshot, assets)) = snapshot(&ips, &domains) else { return Ok(()) };
+        let (snapshot, assets) = snapshot(&ips, &domains)?;
         for format in Format::ALL {
             let body = expose(&snapshot, format);
             let values = check(&body, format).map_err(TestCaseError::fail)?;
@@ -220,8 +235,19 @@ fn random_expositions_pass_the_reference_parsers() {
         ips.extend(i);
         domains.extend(d);
     }
-    let (snapshot, _) = snapshot(&ips, &domains).expect("a list of items always decodes");
-    assert!(snapshot.total() > 10);
+    // The usable items only, so that neither list is refused and the exposition is large.
+    let usable = |items: Vec<Value>, kind| -> Vec<Value> {
+        items
+            .into_iter()
+            .filter(|item| {
+                let body = serde_json::to_vec(&[item]).unwrap();
+                AssetSet::decode(&body, kind, 64).is_ok_and(|d| d.set.assets.len() == 1)
+            })
+            .collect()
+    };
+    let (ips, domains) = (usable(ips, Kind::Ip), usable(domains, Kind::Domain));
+    let (snapshot, _) = snapshot(&ips, &domains).expect("lists of usable items are taken");
+    assert!(snapshot.total() > 10, "{} assets", snapshot.total());
     for (format, name) in [(Format::OpenMetrics, "openmetrics"), (Format::Text, "text")] {
         crate::helpers::reference_parse(&expose(&snapshot, format), name);
     }

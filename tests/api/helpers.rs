@@ -119,7 +119,7 @@ pub async fn spawn_accounts(
     .await
 }
 
-/// Starts an exporter the way `main` does (`app::run` on a listener, until a shutdown future
+/// Starts an exporter the way `main` does (`App::build`, then `serve` on a listener until a shutdown future
 /// completes), under a log subscriber of its own.
 pub async fn spawn_app_with(options: Options) -> TestApp {
     // The exporter installs the same provider when it builds its client; the test's own client
