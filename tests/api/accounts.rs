@@ -4,7 +4,7 @@ use reputation_exporter::demo::SimulatedApi;
 use reputation_exporter::vocabulary::Kind;
 use serde_json::json;
 
-use crate::helpers::{PROMETHEUS_ACCEPT, TestApp, sample, spawn_accounts};
+use crate::helpers::{PROMETHEUS_ACCEPT, TestApp, eventually, sample, spawn_accounts};
 
 const EU_TOKEN: &str = "eu-secret-token";
 const US_TOKEN: &str = "us-secret-token";
@@ -187,14 +187,10 @@ async fn ready_waits_for_every_accounts_first_poll_even_one_that_fails() {
         "us has not answered"
     );
     us.release();
-    let deadline = tokio::time::Instant::now() + crate::helpers::DEADLINE;
-    loop {
-        if app.get("/-/ready").await.status() == 200 {
-            break;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "never ready");
-        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
-    }
+    eventually("readiness", || async {
+        app.get("/-/ready").await.status() == 200
+    })
+    .await;
     let us_body = probe(&app, "us").await;
     assert_eq!(sample(&us_body, "reputation_up"), Some(0.0));
 }
@@ -261,11 +257,10 @@ async fn the_landing_page_says_why_an_account_has_no_data_and_links_each_account
     )
     .await;
     // Both first polls have ended once the exporter is ready.
-    let deadline = tokio::time::Instant::now() + crate::helpers::DEADLINE;
-    while app.get("/-/ready").await.status() != 200 {
-        assert!(tokio::time::Instant::now() < deadline, "never ready");
-        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
-    }
+    eventually("readiness", || async {
+        app.get("/-/ready").await.status() == 200
+    })
+    .await;
     let page = app.get("/").await.text().await.unwrap();
     let row = |name: &str| {
         let start = page

@@ -11,7 +11,7 @@ use reputation_exporter::demo::{Fault, SimulatedApi};
 use reputation_exporter::logging::LogFormat;
 use reputation_exporter::vocabulary::Kind;
 
-use crate::helpers::{DEADLINE, Options, TestApp, sample, spawn_app_with, up};
+use crate::helpers::{Options, TestApp, eventually, sample, spawn_app_with, up};
 
 const IP_LIST: &str = "/api/v1/ip-list";
 const DOMAIN_LIST: &str = "/api/v1/domain-list";
@@ -36,14 +36,6 @@ fn options(interval: &'static str, configure: fn(&mut Settings)) -> Options {
 
 fn value(body: &str, series: &str) -> f64 {
     sample(body, series).unwrap_or_else(|| panic!("no sample {series} in\n{body}"))
-}
-
-async fn wait_until(what: &str, condition: impl Fn() -> bool) {
-    let deadline = Instant::now() + DEADLINE;
-    while !condition() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
 }
 
 #[tokio::test]
@@ -195,7 +187,7 @@ async fn an_endless_503_is_given_up_within_max_elapsed_and_values_expire_after_m
             .count()
             + 1
     };
-    wait_until("a second poll of the outage", || polls() >= 2).await;
+    eventually("a second poll of the outage", || async { polls() >= 2 }).await;
     let attempts = app.upstream.requests(IP_LIST) - before;
     assert!(
         attempts > polls(),
@@ -222,7 +214,10 @@ async fn a_rejected_token_is_tried_once_per_interval_and_recovers_when_accepted(
     assert_eq!(value(&body, "reputation_up"), 0.0);
     assert_eq!(app.get("/-/ready").await.status(), 503);
     // One attempt per interval: three polls have tried, and the backoff retried none of them.
-    wait_until("three polls", || app.upstream.requests(IP_LIST) >= 3).await;
+    eventually("three polls", || async {
+        app.upstream.requests(IP_LIST) >= 3
+    })
+    .await;
     let body = app.metrics().await;
     assert_eq!(
         sample(&body, r#"reputation_api_retries_total{endpoint="ip-list"}"#),
@@ -451,7 +446,7 @@ async fn a_slow_list_neither_slows_scrapes_nor_doubles_the_poll() {
     let answered_before = answered(&app.metrics().await);
     app.upstream
         .push_fault(IP_LIST, Fault::Delay(Duration::from_secs(3)));
-    wait_until("the slow request", || {
+    eventually("the slow request", || async {
         app.upstream.requests(IP_LIST) == before + 1
     })
     .await;

@@ -258,10 +258,11 @@ impl TestApp {
     }
 }
 
-/// Waits until `condition` holds; panics after [`DEADLINE`].
-pub async fn eventually(what: &str, condition: impl Fn() -> bool) {
+/// Waits until `attempt` answers true (it may await: a request, a handshake); panics after
+/// [`DEADLINE`]. The one wait of the tests: no test sleeps for a fixed time instead.
+pub async fn eventually<F: Future<Output = bool>>(what: &str, attempt: impl Fn() -> F) {
     let deadline = tokio::time::Instant::now() + DEADLINE;
-    while !condition() {
+    while !attempt().await {
         assert!(
             tokio::time::Instant::now() < deadline,
             "timed out waiting for {what}"

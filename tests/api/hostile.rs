@@ -188,7 +188,7 @@ async fn a_redirect_to_another_origin_is_refused_and_the_token_stays_home() {
             ) == Some(1.0)
     })
     .await;
-    crate::helpers::eventually("the redirect to be followed", || {
+    crate::helpers::eventually("the redirect to be followed", || async {
         app.upstream.requests(IP_LIST) >= before + 2
     })
     .await;

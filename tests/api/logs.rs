@@ -4,7 +4,7 @@
 use reputation_exporter::config::Settings;
 use reputation_exporter::demo::{DEMO_TOKEN, SimulatedApi};
 
-use crate::helpers::{DEADLINE, Options, spawn_accounts, spawn_app_with};
+use crate::helpers::{Options, eventually, spawn_accounts, spawn_app_with};
 
 const IP_LIST: &str = "/api/v1/ip-list";
 
@@ -34,22 +34,15 @@ async fn a_down_account_is_logged_once_per_streak_and_once_when_it_answers_again
     .await;
 
     // At least four polls of the down account, each retried and given up.
-    let deadline = tokio::time::Instant::now() + DEADLINE;
-    loop {
+    eventually("four polls of the down account", || async {
         let arrivals = down.arrivals(IP_LIST);
-        let polls = arrivals
+        let gaps = arrivals
             .windows(2)
             .filter(|w| w[1] - w[0] >= std::time::Duration::from_millis(150))
             .count();
-        if polls >= 3 {
-            break;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the polls did not come"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+        gaps >= 3
+    })
+    .await;
     down.set_outage(IP_LIST, None);
     let log = app.log_when("the endpoint answers again").await;
 
@@ -128,18 +121,11 @@ async fn a_report_round_ends_in_one_line_with_its_counts_and_the_reasons_of_its_
     );
 
     app.upstream.set_outage("/api/v1/asset", None);
-    let deadline = tokio::time::Instant::now() + DEADLINE;
-    let log = loop {
-        let log = app.logs();
-        if lines_with(&log, &["asset report round ended", "failed=0"]).len() == 1 {
-            break log;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "no good round:\n{log}"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    };
+    eventually("a round without failures", || async {
+        !lines_with(&app.logs(), &["asset report round ended", "failed=0"]).is_empty()
+    })
+    .await;
+    let log = app.logs();
     let good = lines_with(&log, &["asset report round ended", "failed=0"]);
     assert!(
         good[0].contains(" level=info ")

@@ -6,7 +6,7 @@ use reputation_exporter::config::{Config, ConfigError, Settings};
 use reputation_exporter::demo::{DEMO_TOKEN, SimulatedApi};
 use reputation_exporter::vocabulary::Secret;
 
-use crate::helpers::{DEADLINE, Options, TestApp, sample, spawn_app_with};
+use crate::helpers::{Options, TestApp, eventually, sample, spawn_app_with};
 
 /// The configuration a reload will read: the accounts by name and address, or (`None`) one
 /// with `asset_reports.concurrency = 0`.
@@ -72,23 +72,11 @@ async fn with_reloads(accounts: &[(&'static str, &str)]) -> (TestApp, Written) {
 }
 
 async fn probe_has(app: &TestApp, target: &str, text: &str) {
-    let deadline = tokio::time::Instant::now() + DEADLINE;
-    loop {
-        let body = app
-            .get(&format!("/probe?target={target}"))
-            .await
-            .text()
-            .await
-            .unwrap();
-        if body.contains(text) {
-            return;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "no {text} on {target}:\n{body}"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    let path = format!("/probe?target={target}");
+    eventually(&format!("{text} on {target}"), || async {
+        app.get(&path).await.text().await.unwrap().contains(text)
+    })
+    .await;
 }
 
 fn reload_gauge(body: &str) -> Option<f64> {

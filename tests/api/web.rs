@@ -11,7 +11,7 @@ use rcgen::{
 use rustls_pki_types::pem::PemObject as _;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 
-use crate::helpers::{DEADLINE, Options, TestApp, spawn_app_with, up};
+use crate::helpers::{Options, TestApp, eventually, spawn_app_with, up};
 
 /// A certificate authority made for one test.
 struct TestCa {
@@ -150,18 +150,6 @@ fn https_client(ca: &TestCa, identity: Option<&Issued>) -> reqwest::Client {
 
 fn https(app: &TestApp, path: &str) -> String {
     format!("https://127.0.0.1:{}{path}", app.address.port())
-}
-
-/// Polls `attempt` until it returns true; panics after [`DEADLINE`].
-async fn eventually<F: Future<Output = bool>>(what: &str, attempt: impl Fn() -> F) {
-    let deadline = tokio::time::Instant::now() + DEADLINE;
-    while !attempt().await {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out waiting for {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }
 
 #[tokio::test]
