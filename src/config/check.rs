@@ -5,12 +5,13 @@
 
 use std::path::Path;
 
-use figment::Profile;
 use figment::error::Kind;
+use figment::providers::Serialized;
 use figment::value::{Dict, Value};
+use figment::{Figment, Profile};
 
-use super::Problem;
 use super::env::ENV_PREFIX;
+use super::{Problem, settings};
 
 fn problem(key: impl Into<String>, text: String) -> Problem {
     Problem {
@@ -18,37 +19,6 @@ fn problem(key: impl Into<String>, text: String) -> Problem {
         text,
     }
 }
-
-/// Every section and its keys: the settings tree's shape, checked against it by a test.
-pub(super) const SCHEMA: [(&str, &[&str]); 7] = [
-    (
-        "api",
-        &[
-            "base_url",
-            "token",
-            "token_file",
-            "timeout",
-            "max_body_bytes",
-        ],
-    ),
-    ("poll", &["interval"]),
-    ("metrics", &["max_age", "max_labels_per_asset"]),
-    ("backoff", &["initial_delay", "max_delay", "max_elapsed"]),
-    (
-        "asset_reports",
-        &[
-            "enabled",
-            "interval",
-            "concurrency",
-            "include",
-            "exclude",
-            "shard",
-            "timezone",
-        ],
-    ),
-    ("web", &["listen_address", "telemetry_path", "config_file"]),
-    ("log", &["level", "format"]),
-];
 
 /// The known name closest to `wrong`, when one is close enough to be what was meant.
 fn closest<'a>(wrong: &str, known: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
@@ -60,15 +30,41 @@ fn closest<'a>(wrong: &str, known: impl IntoIterator<Item = &'a str>) -> Option<
         .map(|(_, name)| name)
 }
 
-fn keys_of(section: &str) -> Option<&'static [&'static str]> {
-    SCHEMA
-        .iter()
-        .find(|(name, _)| *name == section)
-        .map(|(_, keys)| *keys)
+/// The fields a settings struct accepts, as its `deny_unknown_fields` knows them: read from the
+/// error it gives for a key no struct has, so that the tree is declared once, by the structs.
+fn fields_of<T: serde::de::DeserializeOwned>() -> &'static [&'static str] {
+    let mut probe = Dict::new();
+    probe.insert("\u{1}".into(), Value::from(0));
+    let Err(errors) = Figment::from(Serialized::defaults(probe)).extract::<T>() else {
+        return &[];
+    };
+    errors
+        .into_iter()
+        .find_map(|e| match e.kind {
+            Kind::UnknownField(_, expected) => Some(expected),
+            _ => None,
+        })
+        .unwrap_or(&[])
 }
 
-fn sections() -> impl Iterator<Item = &'static str> {
-    SCHEMA.iter().map(|(name, _)| *name).chain(["accounts"])
+/// The keys of one section of the settings tree (those of `[api]` for each
+/// `[accounts.NAME]`); `None` for a name that is no section.
+pub(super) fn keys_of(section: &str) -> Option<&'static [&'static str]> {
+    Some(match section {
+        "api" => fields_of::<settings::ApiSettings>(),
+        "poll" => fields_of::<settings::PollSettings>(),
+        "metrics" => fields_of::<settings::MetricsSettings>(),
+        "backoff" => fields_of::<settings::BackoffSettings>(),
+        "asset_reports" => fields_of::<settings::AssetReportSettings>(),
+        "web" => fields_of::<settings::WebSettings>(),
+        "log" => fields_of::<settings::LogSettings>(),
+        _ => return None,
+    })
+}
+
+/// Every section of the settings tree, `accounts` included.
+pub(super) fn sections() -> impl Iterator<Item = &'static str> {
+    fields_of::<settings::Settings>().iter().copied()
 }
 
 /// The keys of each `[accounts.NAME]`: those of `[api]`.
