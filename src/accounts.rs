@@ -193,14 +193,19 @@ impl Account {
     /// The endpoints whose last poll failed, each with the kind of failure
     /// (`ip-list: connection refused`).
     pub fn failures(&self) -> Vec<String> {
+        self.failing()
+            .into_iter()
+            .map(|(endpoint, why)| format!("{}: {why}", endpoint.label()))
+            .collect()
+    }
+
+    /// The endpoints whose last poll failed, each with the kind of failure (`HTTP 503`).
+    pub fn failing(&self) -> Vec<(Endpoint, String)> {
         self.telemetry
             .health()
             .into_iter()
             .filter(|h| !h.up && h.last_tried.is_some())
-            .map(|h| {
-                let why = h.error.as_deref().unwrap_or("no answer");
-                format!("{}: {why}", h.endpoint.label())
-            })
+            .map(|h| (h.endpoint, h.error.unwrap_or_else(|| "no answer".into())))
             .collect()
     }
 }

@@ -365,7 +365,6 @@ impl Poller {
     /// streak or changes its kind (a retried one was, when its streak began and when retrying
     /// gave up).
     fn failed(&self, endpoint: Endpoint, error: &FetchError) -> bool {
-        let served = self.what_is_served(endpoint);
         let class = error.class();
         self.telemetry.failed(endpoint, class.clone());
         if error.is_transient() {
@@ -374,6 +373,7 @@ impl Poller {
         if self.streak(endpoint, Streak::GaveUp(class.clone())) == Streak::GaveUp(class) {
             return false;
         }
+        let served = self.what_is_served(endpoint);
         match error {
             FetchError::Rejected(_) => {
                 error!(

@@ -192,7 +192,9 @@ impl ReportPoller {
         if let Some(previous) = publishing {
             let _ = previous.await;
         }
-        let _ = self.publish(batch).await;
+        if !batch.is_empty() {
+            let _ = self.publish(batch).await;
+        }
         let failed: usize = failures.values().sum();
         let took = format!("{:.1}s", started.elapsed().as_secs_f64());
         let why = failures

@@ -113,18 +113,10 @@ fn schedule(account: &Account) -> String {
 /// Why an account has no data yet: its failing endpoints, or its first poll still running.
 fn no_data(account: &Account) -> String {
     let failing: Vec<String> = account
-        .telemetry
-        .health()
+        .failing()
         .iter()
-        .filter(|h| {
-            !h.up
-                && h.last_tried.is_some()
-                && matches!(h.endpoint, Endpoint::IpList | Endpoint::DomainList)
-        })
-        .map(|h| {
-            let why = h.error.as_deref().unwrap_or("failed");
-            format!("{}: {}", h.endpoint.label(), escape(why))
-        })
+        .filter(|(endpoint, _)| matches!(endpoint, Endpoint::IpList | Endpoint::DomainList))
+        .map(|(endpoint, why)| format!("{}: {}", endpoint.label(), escape(why)))
         .collect();
     if failing.is_empty() {
         "no data yet: the first poll has not ended".to_owned()
@@ -323,17 +315,10 @@ fn accounts_page(state: &AppState, accounts: &Accounts) -> String {
     for account in accounts.iter() {
         let name = escape(account.name.as_deref().unwrap_or_default());
         let snapshot = account.store.current();
-        let health = account.telemetry.health();
-        let failing: Vec<String> = health
+        let failing: Vec<String> = account
+            .failing()
             .iter()
-            .filter(|h| !h.up && h.last_tried.is_some())
-            .map(|h| {
-                let why = h
-                    .error
-                    .as_deref()
-                    .map_or(String::new(), |e| format!(": {}", escape(e)));
-                format!("{}{why}", h.endpoint.label())
-            })
+            .map(|(endpoint, why)| format!("{}: {}", endpoint.label(), escape(why)))
             .collect();
         let (class, lists) = if account.telemetry.up() {
             ("good", "ok")

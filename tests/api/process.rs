@@ -460,6 +460,7 @@ async fn sighup_reloads_the_configuration_and_never_ends_the_process() {
                 == n
         }) as LinesCondition
     };
+    let logged = |text: &str| lines.lock().unwrap().iter().any(|l| l.contains(text));
     let gauge = |body: &str| {
         crate::helpers::sample(body, "reputation_exporter_config_last_reload_successful")
     };
@@ -467,14 +468,7 @@ async fn sighup_reloads_the_configuration_and_never_ends_the_process() {
     assert_eq!(gauge(&metrics().await), Some(1.0));
     hangup(child);
     until("reload", reloaded(1)).await;
-    assert!(
-        lines
-            .lock()
-            .unwrap()
-            .iter()
-            .any(|l| l.contains(" kept=[api]")),
-        "the demo account was kept"
-    );
+    assert!(logged(" kept=[api]"), "the demo account was kept");
     assert!(
         child.try_wait().unwrap().is_none(),
         "SIGHUP ended the process"
@@ -502,11 +496,7 @@ async fn sighup_reloads_the_configuration_and_never_ends_the_process() {
     until("second reload", reloaded(2)).await;
     assert_eq!(gauge(&metrics().await), Some(1.0));
     assert!(
-        lines
-            .lock()
-            .unwrap()
-            .iter()
-            .any(|l| l.contains(" changed=[api] ")),
+        logged(" changed=[api] "),
         "a new poll interval rebuilds the account"
     );
 
