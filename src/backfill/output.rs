@@ -10,15 +10,12 @@ use std::io::{self, BufWriter, Write as _};
 use std::path::{Path, PathBuf};
 
 use super::history::{History, Sample};
-use crate::exposition::assets::{BLACKLIST_LISTED, GAUGES};
-use crate::exposition::{Family, Format, write_header, write_sample_at};
+use crate::exposition::assets::{AssetFamily, BLACKLIST_LISTED, BLACKLISTINGS, SENDERSCORE};
+use crate::exposition::{Format, write_header, write_sample_at};
 use crate::vocabulary::Kind;
 
 /// The three families written, in file order.
-fn families() -> [Family; 3] {
-    // GAUGES[0] is reputation_senderscore, GAUGES[3] reputation_blacklistings.
-    [GAUGES[0].0, GAUGES[3].0, BLACKLIST_LISTED]
-}
+const FAMILIES: [AssetFamily; 3] = [SENDERSCORE, BLACKLISTINGS, BLACKLIST_LISTED];
 
 /// A constant label from `--label NAME=VALUE`, checked.
 pub fn parse_label(text: &str) -> Result<(String, String), String> {
@@ -35,7 +32,10 @@ pub fn parse_label(text: &str) -> Result<(String, String), String> {
              with __)"
         ));
     }
-    if matches!(name, "kind" | "asset" | "blacklist") {
+    let mut own = ["kind", "asset"]
+        .into_iter()
+        .chain(FAMILIES.iter().filter_map(|f| f.label));
+    if own.any(|label| label == name) {
         return Err(format!(
             "--label {text}: `{name}` is a label of the series themselves"
         ));
@@ -84,7 +84,7 @@ impl Output {
 
     /// Appends one asset's series.
     pub fn write(&mut self, kind: Kind, asset: &str, history: &History) -> io::Result<()> {
-        let names = families().map(|f| f.name);
+        let names = FAMILIES.map(|f| f.family.name);
         let mut buffer = Vec::with_capacity(4096);
         let series: [Vec<(Option<&str>, &[Sample])>; 3] = [
             vec![(None, &history.senderscore)],
@@ -97,7 +97,7 @@ impl Output {
         ];
         for (family, series) in series.into_iter().enumerate() {
             buffer.clear();
-            for (blacklist, samples) in series {
+            for (own_label, samples) in series {
                 let mut labels: Vec<(&str, &str)> = self
                     .labels
                     .iter()
@@ -105,8 +105,8 @@ impl Output {
                     .collect();
                 labels.push(("kind", kind.label()));
                 labels.push(("asset", asset));
-                if let Some(blacklist) = blacklist {
-                    labels.push(("blacklist", blacklist));
+                if let (Some(name), Some(value)) = (FAMILIES[family].label, own_label) {
+                    labels.push((name, value));
                 }
                 for (at, value) in samples {
                     write_sample_at(&mut buffer, names[family], &labels, *value, Some(*at));
@@ -132,9 +132,9 @@ impl Output {
         }
         let joined = hidden_beside(&self.path, "partial");
         let mut out = BufWriter::new(File::create(&joined)?);
-        for (family, scratch) in families().iter().zip(&self.scratch) {
+        for (family, scratch) in FAMILIES.iter().zip(&self.scratch) {
             let mut header = Vec::new();
-            write_header(&mut header, Format::OpenMetrics, family);
+            write_header(&mut header, Format::OpenMetrics, &family.family);
             out.write_all(&header)?;
             io::copy(&mut File::open(scratch)?, &mut out)?;
         }
@@ -238,7 +238,15 @@ mod tests {
             parse_label("instance=exporter:9525"),
             Ok(("instance".into(), "exporter:9525".into()))
         );
-        for bad in ["job", "1job=x", "__name__=x", "kind=x", "a-b=x", "=x"] {
+        for bad in [
+            "job",
+            "1job=x",
+            "__name__=x",
+            "kind=x",
+            "blacklist=x",
+            "a-b=x",
+            "=x",
+        ] {
             assert!(parse_label(bad).is_err(), "{bad}");
         }
     }

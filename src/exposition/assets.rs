@@ -1,10 +1,295 @@
-//! The per-asset metric families, rendered once per snapshot.
+//! The per-asset metric families, each defined once in [`FAMILIES`]: name, help, type, the
+//! label it adds to `kind` and `asset`, and where its values come from. The live exposition,
+//! the backfill file and the README's metric tables are derived from or checked against it, so
+//! a new metric is one entry here plus its test.
 
 use bytes::Bytes;
 
 use super::{Family, MetricType, Rendered, SampleWriter};
-use crate::model::{Asset, Listing, Reports};
+use crate::model::{Asset, Report, Reports};
 use crate::vocabulary::{Kind, SndsColour};
+
+/// One per-asset metric family.
+#[derive(Debug, Clone, Copy)]
+pub struct AssetFamily {
+    /// Name, help and type.
+    pub family: Family,
+    /// The label the family adds to `kind` and `asset`, if any (for a stateset, the state
+    /// label, named as the family).
+    pub label: Option<&'static str>,
+    /// Where the values come from.
+    pub source: Source,
+}
+
+/// Where a family's values come from, and so how often they change.
+#[derive(Debug, Clone, Copy)]
+pub enum Source {
+    /// The asset's entry in ip-list or domain-list, refreshed every `poll.interval`.
+    List(fn(&Asset, &mut Samples<'_>)),
+    /// The asset's report, refreshed every `asset_reports.interval`.
+    Report(fn(&Report, &mut Samples<'_>)),
+}
+
+impl AssetFamily {
+    /// Whether the family comes from the lists (not the reports).
+    pub fn from_list(&self) -> bool {
+        matches!(self.source, Source::List(_))
+    }
+}
+
+/// Receives the samples of one family for one asset.
+pub struct Samples<'a> {
+    writer: &'a mut SampleWriter,
+    family: &'a AssetFamily,
+    kind: &'a str,
+    asset: &'a str,
+}
+
+impl Samples<'_> {
+    /// One sample, or none for `None`.
+    fn value(&mut self, value: Option<f64>) {
+        if let Some(value) = value {
+            let labels = [("kind", self.kind), ("asset", self.asset)];
+            self.writer.sample(self.family.family.name, &labels, value);
+        }
+    }
+
+    /// One sample with the family's own label set to `label`.
+    fn labelled(&mut self, label: &str, value: f64) {
+        let name = (self.family.label).expect("a family with labelled samples names its label");
+        let labels = [("kind", self.kind), ("asset", self.asset), (name, label)];
+        self.writer.sample(self.family.family.name, &labels, value);
+    }
+}
+
+const fn family(
+    name: &'static str,
+    kind: MetricType,
+    label: Option<&'static str>,
+    source: Source,
+    help: &'static str,
+) -> AssetFamily {
+    AssetFamily {
+        family: Family { name, help, kind },
+        label,
+        source,
+    }
+}
+
+const fn list_gauge(
+    name: &'static str,
+    value: fn(&Asset, &mut Samples<'_>),
+    help: &'static str,
+) -> AssetFamily {
+    family(name, MetricType::Gauge, None, Source::List(value), help)
+}
+
+fn one(yes: bool) -> f64 {
+    f64::from(u8::from(yes))
+}
+
+/// `reputation_asset_info`.
+pub const ASSET_INFO: AssetFamily = family(
+    "reputation_asset_info",
+    MetricType::Info,
+    None,
+    Source::List(|_, s| s.value(Some(1.0))),
+    "1 for every asset (IP address or domain) in the API's ip-list and domain-list. \
+     Refreshed every poll.interval.",
+);
+
+/// `reputation_senderscore`.
+pub const SENDERSCORE: AssetFamily = list_gauge(
+    "reputation_senderscore",
+    |a, s| s.value(a.senderscore),
+    "Sender Score of the asset (API field senderscore), 0 to 100; no sample when the API has \
+     no score (null or -1). Refreshed every poll.interval.",
+);
+
+/// `reputation_senderscore_previous`.
+pub const SENDERSCORE_PREVIOUS: AssetFamily = list_gauge(
+    "reputation_senderscore_previous",
+    |a, s| s.value(a.senderscore_previous),
+    "Previous Sender Score (API field senderscore_prev); no sample when null or -1. Refreshed \
+     every poll.interval.",
+);
+
+/// `reputation_senderscore_change`.
+pub const SENDERSCORE_CHANGE: AssetFamily = list_gauge(
+    "reputation_senderscore_change",
+    |a, s| s.value(a.senderscore_change),
+    "Sender Score change at the last check (API field senderscore_change.last_check). \
+     Refreshed every poll.interval.",
+);
+
+/// `reputation_blacklistings`.
+pub const BLACKLISTINGS: AssetFamily = list_gauge(
+    "reputation_blacklistings",
+    |a, s| s.value(a.blacklistings),
+    "Number of blacklists listing the asset (API field blacklisted). Refreshed every \
+     poll.interval.",
+);
+
+/// `reputation_blacklistings_change`.
+pub const BLACKLISTINGS_CHANGE: AssetFamily = list_gauge(
+    "reputation_blacklistings_change",
+    |a, s| s.value(a.blacklistings_change),
+    "Change of the blacklisting count at the last check (API field \
+     blacklisted_change.last_check). Refreshed every poll.interval.",
+);
+
+/// `reputation_snds_blocked`.
+pub const SNDS_BLOCKED: AssetFamily = list_gauge(
+    "reputation_snds_blocked",
+    |a, s| s.value(a.snds_blocked),
+    "Microsoft SNDS blocked state (API field snds_blocked): 1 blocked, 0 not blocked; no \
+     sample without data. Refreshed every poll.interval.",
+);
+
+/// `reputation_snds_blocked_change`.
+pub const SNDS_BLOCKED_CHANGE: AssetFamily = list_gauge(
+    "reputation_snds_blocked_change",
+    |a, s| s.value(a.snds_blocked_change),
+    "SNDS blocked change at the last check (API field snds_blocked_change.last_check), when \
+     numeric. Refreshed every poll.interval.",
+);
+
+/// `reputation_snds_reputation`: a stateset, whose state label is named as the family.
+pub const SNDS_REPUTATION: AssetFamily = family(
+    "reputation_snds_reputation",
+    MetricType::StateSet,
+    Some("reputation_snds_reputation"),
+    Source::List(|a, s| {
+        if let Some(current) = a.snds_reputation {
+            for state in SndsColour::ALL {
+                s.labelled(state.label(), one(state == current));
+            }
+        }
+    }),
+    "Microsoft SNDS reputation colour (API field snds_reputation): 1 for the current state. \
+     No series when the API has no data. Refreshed every poll.interval.",
+);
+
+/// `reputation_snds_reputation_value`.
+pub const SNDS_REPUTATION_VALUE: AssetFamily = list_gauge(
+    "reputation_snds_reputation_value",
+    |a, s| s.value(a.snds_reputation_value),
+    "SNDS reputation (API field snds_reputation) when the API sends it as a number; no colour \
+     is assumed. Refreshed every poll.interval.",
+);
+
+/// `reputation_snds_reputation_change`.
+pub const SNDS_REPUTATION_CHANGE: AssetFamily = list_gauge(
+    "reputation_snds_reputation_change",
+    |a, s| s.value(a.snds_reputation_change),
+    "SNDS reputation change at the last check (API field snds_reputation_change.last_check), \
+     when numeric. Refreshed every poll.interval.",
+);
+
+/// `reputation_asset_hostname_info`.
+pub const HOSTNAME_INFO: AssetFamily = family(
+    "reputation_asset_hostname_info",
+    MetricType::Info,
+    Some("hostname"),
+    Source::List(|a, s| {
+        for host in &a.hostnames {
+            s.labelled(host, 1.0);
+        }
+    }),
+    "1 for each host name of an IP address (API field hosts). Refreshed every poll.interval.",
+);
+
+/// `reputation_domain_ips`.
+pub const DOMAIN_IPS: AssetFamily = list_gauge(
+    "reputation_domain_ips",
+    |a, s| s.value(a.domain_ips),
+    "Number of addresses in a domain's ips list (API field ips), when it is a list. Refreshed \
+     every poll.interval.",
+);
+
+/// `reputation_blacklist_listed`.
+pub const BLACKLIST_LISTED: AssetFamily = family(
+    "reputation_blacklist_listed",
+    MetricType::Gauge,
+    Some("blacklist"),
+    Source::Report(|r, s| {
+        for listing in &r.listings {
+            s.labelled(&listing.blacklist, one(listing.listed));
+        }
+    }),
+    "1 when the newest event of this blacklist in the asset report (blacklist_history) has \
+     status Listed, else 0. Refreshed every asset_reports.interval.",
+);
+
+/// `reputation_blacklist_last_change_timestamp_seconds`.
+pub const BLACKLIST_CHANGED: AssetFamily = family(
+    "reputation_blacklist_last_change_timestamp_seconds",
+    MetricType::Gauge,
+    Some("blacklist"),
+    Source::Report(|r, s| {
+        for listing in &r.listings {
+            s.labelled(&listing.blacklist, listing.changed);
+        }
+    }),
+    "Unix time of the newest event of this blacklist in the asset report (blacklist_history). \
+     Refreshed every asset_reports.interval.",
+);
+
+/// `reputation_asset_tag_info`.
+pub const TAG_INFO: AssetFamily = family(
+    "reputation_asset_tag_info",
+    MetricType::Info,
+    Some("tag"),
+    Source::Report(|r, s| {
+        for tag in &r.tags {
+            s.labelled(tag, 1.0);
+        }
+    }),
+    "1 for each tag of the asset (asset report field tags). Refreshed every \
+     asset_reports.interval.",
+);
+
+/// `reputation_senderscore_last_update_timestamp_seconds`.
+pub const SCORE_UPDATED: AssetFamily = family(
+    "reputation_senderscore_last_update_timestamp_seconds",
+    MetricType::Gauge,
+    None,
+    Source::Report(|r, s| s.value(r.senderscore_updated)),
+    "Unix time of the newest Sender Score in the asset report (senderscore_history). \
+     Refreshed every asset_reports.interval.",
+);
+
+/// Every per-asset family, in the order they are written: the list families, then the
+/// report families.
+pub static FAMILIES: [AssetFamily; 17] = [
+    ASSET_INFO,
+    SENDERSCORE,
+    SENDERSCORE_PREVIOUS,
+    SENDERSCORE_CHANGE,
+    BLACKLISTINGS,
+    BLACKLISTINGS_CHANGE,
+    SNDS_BLOCKED,
+    SNDS_BLOCKED_CHANGE,
+    SNDS_REPUTATION,
+    SNDS_REPUTATION_VALUE,
+    SNDS_REPUTATION_CHANGE,
+    HOSTNAME_INFO,
+    DOMAIN_IPS,
+    BLACKLIST_LISTED,
+    BLACKLIST_CHANGED,
+    TAG_INFO,
+    SCORE_UPDATED,
+];
+
+/// The families that come from the lists, in the order they are written.
+pub fn list_families() -> impl Iterator<Item = &'static AssetFamily> {
+    FAMILIES.iter().filter(|f| f.from_list())
+}
+
+/// The families that come from the asset reports, written after the list families.
+pub fn report_families() -> impl Iterator<Item = &'static AssetFamily> {
+    FAMILIES.iter().filter(|f| !f.from_list())
+}
 
 /// One list as the exposition reads it: its kind, its asset names in the order sent, and its
 /// samples as [`render_list`] wrote them.
@@ -18,287 +303,199 @@ pub struct ListSamples<'a> {
     pub samples: &'a [Bytes],
 }
 
-const fn gauge(name: &'static str, help: &'static str) -> Family {
-    Family {
-        name,
-        help,
-        kind: MetricType::Gauge,
-    }
-}
-
-/// `reputation_asset_info`.
-pub const ASSET_INFO: Family = Family {
-    name: "reputation_asset_info",
-    help: "1 for every asset (IP address or domain) in the API's ip-list and domain-list. \
-           Refreshed every poll.interval.",
-    kind: MetricType::Info,
-};
-
-/// `reputation_snds_reputation`.
-pub const SNDS_REPUTATION: Family = Family {
-    name: "reputation_snds_reputation",
-    help: "Microsoft SNDS reputation colour (API field snds_reputation): 1 for the current \
-           state. No series when the API has no data. Refreshed every poll.interval.",
-    kind: MetricType::StateSet,
-};
-
-/// `reputation_asset_hostname_info`.
-pub const HOSTNAME_INFO: Family = Family {
-    name: "reputation_asset_hostname_info",
-    help: "1 for each host name of an IP address (API field hosts). Refreshed every \
-           poll.interval.",
-    kind: MetricType::Info,
-};
-
-/// `reputation_domain_ips`.
-pub const DOMAIN_IPS: Family = gauge(
-    "reputation_domain_ips",
-    "Number of addresses in a domain's ips list (API field ips), when it is a list. Refreshed \
-     every poll.interval.",
-);
-
-/// Reads the value a gauge shows for an asset; `None` means no sample.
-pub type Getter = fn(&Asset) -> Option<f64>;
-
-/// The plain gauges: family and the value it shows for an asset.
-pub const GAUGES: [(Family, Getter); 9] = [
-    (
-        gauge(
-            "reputation_senderscore",
-            "Sender Score of the asset (API field senderscore), 0 to 100; no sample when the \
-             API has no score (null or -1). Refreshed every poll.interval.",
-        ),
-        |a| a.senderscore,
-    ),
-    (
-        gauge(
-            "reputation_senderscore_previous",
-            "Previous Sender Score (API field senderscore_prev); no sample when null or -1. \
-             Refreshed every poll.interval.",
-        ),
-        |a| a.senderscore_previous,
-    ),
-    (
-        gauge(
-            "reputation_senderscore_change",
-            "Sender Score change at the last check (API field senderscore_change.last_check). \
-             Refreshed every poll.interval.",
-        ),
-        |a| a.senderscore_change,
-    ),
-    (
-        gauge(
-            "reputation_blacklistings",
-            "Number of blacklists listing the asset (API field blacklisted). Refreshed every \
-             poll.interval.",
-        ),
-        |a| a.blacklistings,
-    ),
-    (
-        gauge(
-            "reputation_blacklistings_change",
-            "Change of the blacklisting count at the last check (API field \
-             blacklisted_change.last_check). Refreshed every poll.interval.",
-        ),
-        |a| a.blacklistings_change,
-    ),
-    (
-        gauge(
-            "reputation_snds_blocked",
-            "Microsoft SNDS blocked state (API field snds_blocked): 1 blocked, 0 not blocked; \
-             no sample without data. Refreshed every poll.interval.",
-        ),
-        |a| a.snds_blocked,
-    ),
-    (
-        gauge(
-            "reputation_snds_blocked_change",
-            "SNDS blocked change at the last check (API field snds_blocked_change.last_check), \
-             when numeric. Refreshed every poll.interval.",
-        ),
-        |a| a.snds_blocked_change,
-    ),
-    (
-        gauge(
-            "reputation_snds_reputation_value",
-            "SNDS reputation (API field snds_reputation) when the API sends it as a number; no \
-             colour is assumed. Refreshed every poll.interval.",
-        ),
-        |a| a.snds_reputation_value,
-    ),
-    (
-        gauge(
-            "reputation_snds_reputation_change",
-            "SNDS reputation change at the last check (API field \
-             snds_reputation_change.last_check), when numeric. Refreshed every poll.interval.",
-        ),
-        |a| a.snds_reputation_change,
-    ),
-];
-
-/// `reputation_blacklist_listed`.
-pub const BLACKLIST_LISTED: Family = gauge(
-    "reputation_blacklist_listed",
-    "1 when the newest event of this blacklist in the asset report (blacklist_history) has \
-     status Listed, else 0. Refreshed every asset_reports.interval.",
-);
-
-/// `reputation_blacklist_last_change_timestamp_seconds`.
-pub const BLACKLIST_CHANGED: Family = gauge(
-    "reputation_blacklist_last_change_timestamp_seconds",
-    "Unix time of the newest event of this blacklist in the asset report (blacklist_history). \
-     Refreshed every asset_reports.interval.",
-);
-
-/// `reputation_asset_tag_info`.
-pub const TAG_INFO: Family = Family {
-    name: "reputation_asset_tag_info",
-    help: "1 for each tag of the asset (asset report field tags). Refreshed every \
-           asset_reports.interval.",
-    kind: MetricType::Info,
-};
-
-/// `reputation_senderscore_last_update_timestamp_seconds`.
-pub const SCORE_UPDATED: Family = gauge(
-    "reputation_senderscore_last_update_timestamp_seconds",
-    "Unix time of the newest Sender Score in the asset report (senderscore_history). \
-     Refreshed every asset_reports.interval.",
-);
-
-/// The families of a list's assets, in the order they are written.
-pub fn list_families() -> impl Iterator<Item = Family> {
-    [ASSET_INFO]
-        .into_iter()
-        .chain(GAUGES.iter().map(|(family, _)| *family))
-        .chain([SNDS_REPUTATION, HOSTNAME_INFO, DOMAIN_IPS])
-}
-
-/// The families of the asset reports, written after the list families.
-pub const REPORT_FAMILIES: [Family; 4] =
-    [BLACKLIST_LISTED, BLACKLIST_CHANGED, TAG_INFO, SCORE_UPDATED];
-
-/// Every per-asset family, in the order they are written.
-pub fn families() -> impl Iterator<Item = Family> {
-    list_families().chain(REPORT_FAMILIES)
-}
-
 /// The sample lines of one list's assets, one chunk per family of [`list_families`].
 pub fn render_list(assets: &[Asset]) -> Vec<Bytes> {
-    let mut w = SampleWriter::default();
-    w.family();
-    for a in assets {
-        w.sample(ASSET_INFO.name, &labels(a), 1.0);
-    }
-    for (family, value) in &GAUGES {
-        w.family();
-        for a in assets {
-            if let Some(v) = value(a) {
-                w.sample(family.name, &labels(a), v);
-            }
+    let mut writer = SampleWriter::default();
+    for family in list_families() {
+        let Source::List(write) = family.source else {
+            continue;
+        };
+        writer.family();
+        for asset in assets {
+            let mut samples = Samples {
+                writer: &mut writer,
+                family,
+                kind: asset.kind.label(),
+                asset: &asset.name,
+            };
+            write(asset, &mut samples);
         }
     }
-    w.family();
-    for a in assets {
-        if let Some(current) = a.snds_reputation {
-            for state in SndsColour::ALL {
-                let [kind, asset] = labels(a);
-                let labels = [kind, asset, (SNDS_REPUTATION.name, state.label())];
-                w.sample(
-                    SNDS_REPUTATION.name,
-                    &labels,
-                    f64::from(u8::from(state == current)),
-                );
-            }
-        }
-    }
-    w.family();
-    for a in assets {
-        for host in &a.hostnames {
-            let [kind, asset] = labels(a);
-            w.sample(HOSTNAME_INFO.name, &[kind, asset, ("hostname", host)], 1.0);
-        }
-    }
-    w.family();
-    for a in assets {
-        if let Some(v) = a.domain_ips {
-            w.sample(DOMAIN_IPS.name, &labels(a), v);
-        }
-    }
-    w.finish()
+    writer.finish()
 }
 
 /// The sample lines of the reports of one list's assets, one chunk per family of
-/// [`REPORT_FAMILIES`]. Only assets still in the list count: a report never outlives its asset.
+/// [`report_families`]. Only assets still in the list count: a report never outlives its asset.
 fn render_reports(list: &ListSamples<'_>, reports: &Reports) -> Vec<Bytes> {
-    let kind = ("kind", list.kind.label());
-    let reported = || {
-        list.names
-            .iter()
-            .filter_map(|name| reports.get(list.kind, name).map(|r| (&**name, r)))
-    };
-    let mut w = SampleWriter::default();
-    type Value = fn(&Listing) -> f64;
-    let per_blacklist: [(&Family, Value); 2] = [
-        (&BLACKLIST_LISTED, |l| f64::from(u8::from(l.listed))),
-        (&BLACKLIST_CHANGED, |l| l.changed),
-    ];
-    for (family, value) in per_blacklist {
-        w.family();
-        for (name, report) in reported() {
-            for listing in &report.listings {
-                let labels = [
-                    kind,
-                    ("asset", name),
-                    ("blacklist", listing.blacklist.as_str()),
-                ];
-                w.sample(family.name, &labels, value(listing));
+    let mut writer = SampleWriter::default();
+    for family in report_families() {
+        let Source::Report(write) = family.source else {
+            continue;
+        };
+        writer.family();
+        for name in list.names {
+            if let Some(report) = reports.get(list.kind, name) {
+                let mut samples = Samples {
+                    writer: &mut writer,
+                    family,
+                    kind: list.kind.label(),
+                    asset: name,
+                };
+                write(report, &mut samples);
             }
         }
     }
-    w.family();
-    for (name, report) in reported() {
-        for tag in &report.tags {
-            w.sample(TAG_INFO.name, &[kind, ("asset", name), ("tag", tag)], 1.0);
-        }
-    }
-    w.family();
-    for (name, report) in reported() {
-        if let Some(t) = report.senderscore_updated {
-            w.sample(SCORE_UPDATED.name, &[kind, ("asset", name)], t);
-        }
-    }
-    w.finish()
+    writer.finish()
 }
 
 /// The per-asset body of these lists in both formats (no `# EOF`): each list's rendered
 /// samples, shared, between the family headers; and the report families when there are
 /// reports.
 pub fn render(lists: &[ListSamples<'_>], reports: Option<&Reports>) -> Rendered {
-    let families: Vec<Family> = list_families().collect();
-    let mut parts: Vec<(&Family, Vec<Bytes>)> = families
-        .iter()
+    let chunk = |rendered: &[&[Bytes]], i: usize| -> Vec<Bytes> {
+        rendered.iter().filter_map(|r| r.get(i).cloned()).collect()
+    };
+    let listed: Vec<&[Bytes]> = lists.iter().map(|list| list.samples).collect();
+    let mut parts: Vec<(&Family, Vec<Bytes>)> = list_families()
         .enumerate()
-        .map(|(i, family)| {
-            let samples = lists
-                .iter()
-                .filter_map(|list| list.samples.get(i).cloned())
-                .collect();
-            (family, samples)
-        })
+        .map(|(i, f)| (&f.family, chunk(&listed, i)))
         .collect();
     if let Some(reports) = reports {
         let rendered: Vec<Vec<Bytes>> = lists
             .iter()
             .map(|list| render_reports(list, reports))
             .collect();
-        for (i, family) in REPORT_FAMILIES.iter().enumerate() {
-            let samples = rendered.iter().filter_map(|r| r.get(i).cloned()).collect();
-            parts.push((family, samples));
-        }
+        let reported: Vec<&[Bytes]> = rendered.iter().map(Vec::as_slice).collect();
+        parts.extend(
+            report_families()
+                .enumerate()
+                .map(|(i, f)| (&f.family, chunk(&reported, i))),
+        );
     }
     Rendered::assemble(parts)
 }
 
-fn labels(asset: &Asset) -> [(&'static str, &str); 2] {
-    [("kind", asset.kind.label()), ("asset", &asset.name)]
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::exposition::Format;
+    use crate::model::Listing;
+
+    fn asset() -> Asset {
+        Asset {
+            kind: Kind::Ip,
+            name: "192.0.2.1".into(),
+            hostnames: vec!["mx1.example".into(), "mx2.example".into()],
+            senderscore: Some(71.0),
+            senderscore_previous: Some(75.0),
+            senderscore_change: Some(-4.0),
+            blacklistings: Some(1.0),
+            blacklistings_change: Some(1.0),
+            snds_blocked: Some(0.0),
+            snds_blocked_change: Some(0.0),
+            snds_reputation: Some(SndsColour::Yellow),
+            snds_reputation_value: Some(2.0),
+            snds_reputation_change: Some(1.0),
+            domain_ips: Some(3.0),
+        }
+    }
+
+    /// Each sample line of the body as (name, label names, label value of the family's own
+    /// label).
+    fn lines(body: &str) -> Vec<(String, Vec<String>, String)> {
+        let sample = regex::Regex::new(r#"^([a-z_]+)\{(.*)\} (\S+)$"#).unwrap();
+        let label = regex::Regex::new(r#"([a-z_]+)="([^"]*)""#).unwrap();
+        body.lines()
+            .filter(|l| !l.starts_with('#'))
+            .map(|l| {
+                let c = sample.captures(l).unwrap_or_else(|| panic!("{l}"));
+                let labels: Vec<_> = label.captures_iter(&c[2]).collect();
+                let names = labels.iter().map(|l| l[1].to_owned()).collect();
+                let last = labels.last().map(|l| l[2].to_owned()).unwrap();
+                (c[1].to_owned(), names, last)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_family_writes_samples_under_its_own_name_and_labels_in_table_order() {
+        let assets = [asset()];
+        let samples = render_list(&assets);
+        let names: Vec<Box<str>> = vec!["192.0.2.1".into()];
+        let mut reports = Reports::default();
+        reports.set(
+            Kind::Ip,
+            "192.0.2.1".into(),
+            Some(Report {
+                tags: vec!["outbound".into()],
+                listings: vec![Listing {
+                    blacklist: "Spamhaus SBL".into(),
+                    listed: true,
+                    changed: 1_700_000_000.0,
+                }],
+                senderscore_updated: Some(1_700_000_001.0),
+            }),
+        );
+        let list = ListSamples {
+            kind: Kind::Ip,
+            names: &names,
+            samples: &samples,
+        };
+        let body = String::from_utf8(render(&[list], Some(&reports)).to_vec(Format::Text)).unwrap();
+        let lines = lines(&body);
+
+        // Families appear in the table's order, each with at least one sample.
+        let mut order: Vec<&str> = lines.iter().map(|(name, ..)| name.as_str()).collect();
+        order.dedup();
+        let table: Vec<&str> = FAMILIES.iter().map(|f| f.family.name).collect();
+        assert_eq!(order, table);
+
+        for family in &FAMILIES {
+            let expected: Vec<&str> = ["kind", "asset"].into_iter().chain(family.label).collect();
+            let own: Vec<&str> = lines
+                .iter()
+                .filter(|(name, ..)| name == family.family.name)
+                .inspect(|(_, labels, _)| assert_eq!(labels, &expected, "{}", family.family.name))
+                .map(|(.., value)| value.as_str())
+                .collect();
+            let want: &[&str] = match family.family.name {
+                "reputation_snds_reputation" => &["green", "yellow", "red"],
+                "reputation_asset_hostname_info" => &["mx1.example", "mx2.example"],
+                "reputation_blacklist_listed"
+                | "reputation_blacklist_last_change_timestamp_seconds" => &["Spamhaus SBL"],
+                "reputation_asset_tag_info" => &["outbound"],
+                _ => &["192.0.2.1"],
+            };
+            assert_eq!(own, want, "{}", family.family.name);
+        }
+        assert!(body.contains(
+            "reputation_snds_reputation{kind=\"ip\",asset=\"192.0.2.1\",reputation_snds_reputation=\"yellow\"} 1\n"
+        ));
+        assert!(
+            body.contains("reputation_senderscore_previous{kind=\"ip\",asset=\"192.0.2.1\"} 75\n")
+        );
+    }
+
+    #[test]
+    fn without_reports_only_the_list_families_are_written() {
+        let assets = [asset()];
+        let samples = render_list(&assets);
+        assert_eq!(samples.len(), list_families().count());
+        let names: Vec<Box<str>> = vec!["192.0.2.1".into()];
+        let list = ListSamples {
+            kind: Kind::Ip,
+            names: &names,
+            samples: &samples,
+        };
+        let body = String::from_utf8(render(&[list], None).to_vec(Format::Text)).unwrap();
+        for family in &FAMILIES {
+            let header = format!("# TYPE {} ", family.family.name);
+            assert_eq!(
+                body.contains(&header),
+                family.from_list(),
+                "{}",
+                family.family.name
+            );
+        }
+    }
 }

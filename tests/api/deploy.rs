@@ -1,14 +1,15 @@
-//! The shipped dashboard and rules only name metrics the exporter really emits.
+//! The shipped dashboard, rules and README name the metrics the exporter really emits.
 
 use std::collections::BTreeSet;
 use std::path::Path;
 
 use reputation_exporter::demo::SimulatedApi;
+use reputation_exporter::exposition::assets::{self, AssetFamily};
 
 use crate::helpers::{Options, spawn_app_with};
 
-/// Every metric name in a full exposition: lists, reports, exporter and process metrics.
-async fn emitted_names() -> BTreeSet<String> {
+/// A full exposition (text 0.0.4): lists, reports, exporter and process metrics.
+async fn full_exposition() -> String {
     let app = spawn_app_with(Options {
         upstream: SimulatedApi::new(6, 3),
         configure: Box::new(|s| {
@@ -18,16 +19,30 @@ async fn emitted_names() -> BTreeSet<String> {
         ..Options::default()
     })
     .await;
-    let body = app
-        .metrics_when("every family to have samples", |b| {
-            [
-                "reputation_asset_tag_info{",
-                "reputation_last_success_timestamp_seconds{endpoint=\"asset\"",
-            ]
-            .iter()
-            .all(|s| b.contains(s))
-        })
-        .await;
+    app.metrics_when("every family to have samples", |b| {
+        [
+            "reputation_asset_tag_info{",
+            "reputation_last_success_timestamp_seconds{endpoint=\"asset\"",
+        ]
+        .iter()
+        .all(|s| b.contains(s))
+    })
+    .await
+}
+
+/// The family names of a full exposition, as its `# TYPE` lines give them.
+async fn emitted_families() -> BTreeSet<String> {
+    full_exposition()
+        .await
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE "))
+        .map(|l| l.split(' ').next().unwrap().to_owned())
+        .collect()
+}
+
+/// Every metric name in a full exposition: sample names and family names.
+async fn emitted_names() -> BTreeSet<String> {
+    let body = full_exposition().await;
     body.lines()
         .filter(|l| !l.starts_with('#') && !l.is_empty())
         .map(|l| l.split(['{', ' ']).next().unwrap().to_owned())
@@ -53,6 +68,81 @@ fn referenced_names(text: &str) -> BTreeSet<String> {
 
 fn read(path: &str) -> String {
     std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(path)).unwrap()
+}
+
+/// The first column of each row of the README table under `heading`.
+fn readme_table(readme: &str, heading: &str) -> Vec<String> {
+    readme
+        .lines()
+        .skip_while(|l| *l != heading)
+        .skip(1)
+        .skip_while(|l| !l.starts_with('|'))
+        .take_while(|l| l.starts_with('|'))
+        .skip(2)
+        .map(|row| {
+            row.split('|')
+                .nth(1)
+                .unwrap()
+                .trim()
+                .trim_matches('`')
+                .to_owned()
+        })
+        .collect()
+}
+
+/// A family as the README's report table writes it: `name{kind,asset,label}`.
+fn with_labels(family: &AssetFamily) -> String {
+    let labels: Vec<&str> = ["kind", "asset"].into_iter().chain(family.label).collect();
+    format!("{}{{{}}}", family.family.name, labels.join(","))
+}
+
+#[tokio::test]
+async fn the_readme_metric_tables_are_the_families_written() {
+    let readme = read("README.md");
+    let list = readme_table(&readme, "### Per asset");
+    let expected: Vec<&str> = assets::list_families().map(|f| f.family.name).collect();
+    assert_eq!(
+        list, expected,
+        "the README's per-asset table, in exposition order"
+    );
+    // The list table leaves out kind and asset (every row has them); a family's own label is
+    // named in its row.
+    for family in assets::list_families() {
+        if let Some(label) = family.label {
+            let row = readme
+                .lines()
+                .find(|l| l.starts_with(&format!("| `{}` |", family.family.name)))
+                .unwrap();
+            assert!(
+                row.contains(&format!("`{label}`")),
+                "{row} does not name `{label}`"
+            );
+        }
+    }
+    let reports = readme_table(
+        &readme,
+        "### Per asset, from asset reports (when `asset_reports.enabled`)",
+    );
+    let expected: Vec<String> = assets::report_families().map(with_labels).collect();
+    assert_eq!(reports, expected, "the README's report table, with labels");
+
+    // The exporter's own families: every one in the table, nothing else (the process_*
+    // families have one row for all).
+    let own: BTreeSet<String> = readme_table(&readme, "### The exporter and the API")
+        .iter()
+        .map(|row| row.split('{').next().unwrap().to_owned())
+        .filter(|name| name.starts_with("reputation_"))
+        .collect();
+    let per_asset: BTreeSet<&str> = assets::FAMILIES.iter().map(|f| f.family.name).collect();
+    let emitted: BTreeSet<String> = emitted_families()
+        .await
+        .into_iter()
+        .filter(|name| name.starts_with("reputation_") && !per_asset.contains(name.as_str()))
+        .collect();
+    assert_eq!(
+        own, emitted,
+        "the README's table of the exporter's own metrics"
+    );
 }
 
 #[tokio::test]
