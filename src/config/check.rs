@@ -278,15 +278,46 @@ fn flag(key: &str) -> Option<&'static str> {
     }
 }
 
-/// Takes the value at `path` out of `dict`; whether there was one.
-pub(super) fn remove(dict: &mut Dict, path: &[String]) -> bool {
+/// Every value of `dict` with its path, tables entered: `api.timeout`, `accounts.eu.token`.
+/// An empty table is a value of its own, so that `[accounts.eu]` with no keys is still read.
+pub(super) fn leaves(dict: &Dict) -> Vec<(Vec<String>, Value)> {
+    fn walk(dict: &Dict, path: &mut Vec<String>, out: &mut Vec<(Vec<String>, Value)>) {
+        for (key, value) in dict {
+            path.push(key.clone());
+            match value {
+                Value::Dict(_, inner) if !inner.is_empty() => walk(inner, path, out),
+                value => out.push((path.clone(), value.clone())),
+            }
+            path.pop();
+        }
+    }
+    let mut out = Vec::new();
+    walk(dict, &mut Vec::new(), &mut out);
+    out
+}
+
+/// A table holding only `value`, at `path`.
+pub(super) fn nested(path: &[String], value: Value) -> Dict {
+    let mut dict = Dict::new();
+    insert(&mut dict, path, value);
+    dict
+}
+
+/// Puts `value` at `path` in `dict`, making the tables on the way.
+pub(super) fn insert(dict: &mut Dict, path: &[String], value: Value) {
     match path {
-        [] => false,
-        [last] => dict.remove(last).is_some(),
-        [first, rest @ ..] => match dict.get_mut(first) {
-            Some(Value::Dict(_, inner)) => remove(inner, rest),
-            _ => false,
-        },
+        [] => {}
+        [last] => {
+            dict.insert(last.clone(), value);
+        }
+        [first, rest @ ..] => {
+            let inner = dict
+                .entry(first.clone())
+                .or_insert_with(|| Value::from(Dict::new()));
+            if let Value::Dict(_, inner) = inner {
+                insert(inner, rest, value);
+            }
+        }
     }
 }
 

@@ -269,54 +269,7 @@ impl Settings {
         }
         problems.extend(check::unknown_in_env(&env));
         let figment = Self::figment(cli, env);
-        // Section by section, so that a wrong value in one does not hide another's; what is
-        // left of each makes the settings.
-        let mut usable = figment::value::Dict::new();
-        let mut take = |name: &str, dict| {
-            usable.insert(name.to_owned(), dict);
-        };
-        take(
-            "api",
-            section::<settings::ApiSettings>(&figment, "api", &mut problems),
-        );
-        take(
-            "poll",
-            section::<settings::PollSettings>(&figment, "poll", &mut problems),
-        );
-        take(
-            "metrics",
-            section::<settings::MetricsSettings>(&figment, "metrics", &mut problems),
-        );
-        take(
-            "backoff",
-            section::<settings::BackoffSettings>(&figment, "backoff", &mut problems),
-        );
-        take(
-            "asset_reports",
-            section::<settings::AssetReportSettings>(&figment, "asset_reports", &mut problems),
-        );
-        take(
-            "web",
-            section::<settings::WebSettings>(&figment, "web", &mut problems),
-        );
-        take(
-            "log",
-            section::<settings::LogSettings>(&figment, "log", &mut problems),
-        );
-        take(
-            "accounts",
-            section::<std::collections::BTreeMap<String, settings::ApiSettings>>(
-                &figment,
-                "accounts",
-                &mut problems,
-            ),
-        );
-        let settings = Figment::from(Serialized::defaults(usable))
-            .extract()
-            .unwrap_or_else(|errors: figment::Error| {
-                problems.extend(check::describe(errors));
-                Settings::default()
-            });
+        let settings = usable(&figment, &mut problems);
         (settings, problems)
     }
 
@@ -353,40 +306,37 @@ impl Settings {
     }
 }
 
-/// Adds the problems of one section's values to `problems`, and returns the section without
-/// them: what the settings are made of. Unknown keys are left out silently (they were named in
-/// the user's words by [`check`]).
-fn section<T: serde::de::DeserializeOwned>(
-    figment: &Figment,
-    name: &str,
-    problems: &mut Vec<Problem>,
-) -> figment::value::Value {
-    let empty = || figment::value::Value::from(figment::value::Dict::new());
-    let Ok(mut dict) = figment.focus(name).data().map(check::top_level) else {
-        return empty();
-    };
-    // Deserialization stops at the first wrong value; each one found is taken out and the
-    // section read again, so that every wrong value is reported at once.
-    loop {
-        let Err(error) = Figment::from(Serialized::defaults(&dict)).extract::<T>() else {
-            return dict.into();
+/// The settings made of every value of the layers that is right, each value read once against
+/// the settings structs on its own (the others at their defaults), so that every wrong value is
+/// found in one pass instead of the first only; each wrong one is added to `problems`. Unknown
+/// keys are left out silently: [`check`] named them in the user's words.
+fn usable(figment: &Figment, problems: &mut Vec<Problem>) -> Settings {
+    let layered = figment.data().map(check::top_level).unwrap_or_default();
+    let mut usable = figment::value::Dict::new();
+    for (path, value) in check::leaves(&layered) {
+        let alone = check::nested(&path, value.clone());
+        let Err(errors) = Figment::from(Serialized::defaults(alone)).extract::<Settings>() else {
+            check::insert(&mut usable, &path, value);
+            continue;
         };
-        let mut taken_out = false;
-        for mut e in error {
-            taken_out |= check::remove(&mut dict, &e.path);
-            if matches!(e.kind, figment::error::Kind::UnknownField(..)) {
+        for mut error in errors {
+            if matches!(error.kind, figment::error::Kind::UnknownField(..)) {
                 continue;
             }
-            let key = format!("{name}.{}", e.path.join("."));
             // Where the value came from is known to the whole figment, not to this copy.
-            e.metadata = figment.find_metadata(&key).cloned().or(e.metadata);
-            e.path.insert(0, name.to_owned());
-            problems.extend(check::describe([e]));
-        }
-        if !taken_out {
-            return empty();
+            error.metadata = figment
+                .find_metadata(&path.join("."))
+                .cloned()
+                .or(error.metadata);
+            problems.extend(check::describe([error]));
         }
     }
+    Figment::from(Serialized::defaults(usable))
+        .extract()
+        .unwrap_or_else(|errors: figment::Error| {
+            problems.extend(check::describe(errors));
+            Settings::default()
+        })
 }
 
 #[cfg(test)]

@@ -511,3 +511,34 @@ fn a_reason_of_several_lines_is_indented_under_its_item_and_no_line_ends_in_a_sp
     assert_eq!(lines.iter().filter(|l| l.starts_with("  - ")).count(), 2);
     assert!(lines.iter().all(|l| !l.ends_with(' ')), "{message:?}");
 }
+
+#[test]
+fn wrong_values_in_several_accounts_are_each_reported_and_the_right_ones_kept() {
+    let file = TomlFile::new(
+        "accountvalues",
+        "[accounts.eu]\nbase_url = \"https://eu.example.com\"\ntoken = \"e\"\ntimeout = \"x\"\n\
+         [accounts.us]\nbase_url = \"not a url\"\ntoken = \"u\"\ntimeout = \"3s\"\n\
+         [poll]\ninterval = 5\n",
+    );
+    let cli = file.cli();
+    let (settings, problems) = Settings::extract(&cli, Vec::new());
+    let keys: Vec<&str> = problems.iter().map(|p| p.key.as_str()).collect();
+    assert_eq!(
+        keys,
+        [
+            "accounts.eu.timeout",
+            "accounts.us.base_url",
+            "poll.interval"
+        ],
+        "{problems:?}"
+    );
+    // What was right in the same tables is kept.
+    assert_eq!(
+        settings.accounts["eu"].token.as_ref().map(|t| t.expose()),
+        Some("e")
+    );
+    assert_eq!(
+        settings.accounts["us"].timeout,
+        std::time::Duration::from_secs(3)
+    );
+}
