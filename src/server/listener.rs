@@ -186,3 +186,63 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for Permitted<T> {
         Pin::new(&mut self.get_mut().io).poll_shutdown(cx)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A listener with a connection always waiting.
+    struct Waiting;
+
+    impl Listener for Waiting {
+        type Io = tokio::io::DuplexStream;
+        type Addr = ();
+
+        async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+            (tokio::io::duplex(64).0, ())
+        }
+
+        fn local_addr(&self) -> io::Result<Self::Addr> {
+            Ok(())
+        }
+    }
+
+    /// Whether `accept` completes when polled once.
+    async fn accepts_now(accept: &mut Pin<&mut impl Future<Output = ()>>) -> bool {
+        tokio::select! {
+            biased;
+            () = accept.as_mut() => true,
+            () = std::future::ready(()) => false,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_connection_beyond_the_bound_is_accepted_only_when_one_closes() {
+        let permits = Arc::new(Semaphore::new(2));
+        let mut bounded = Bounded {
+            inner: Waiting,
+            permits: permits.clone(),
+        };
+        let (first, ()) = bounded.accept().await;
+        let (second, ()) = bounded.accept().await;
+        let (third_tx, mut third_rx) = tokio::sync::oneshot::channel();
+        let mut third = std::pin::pin!(async {
+            let _ = third_tx.send(bounded.accept().await);
+        });
+        assert!(
+            !accepts_now(&mut third).await,
+            "a third connection beside two"
+        );
+        drop(second);
+        assert!(
+            accepts_now(&mut third).await,
+            "not accepted once one closed"
+        );
+        let (third, ()) = third_rx.try_recv().unwrap();
+        drop(first);
+        // The closed connections' permits are back; the open one still holds its own.
+        assert_eq!(permits.available_permits(), 1);
+        drop(third);
+        assert_eq!(permits.available_permits(), 2);
+    }
+}

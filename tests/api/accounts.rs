@@ -42,18 +42,8 @@ async fn probe(app: &TestApp, target: &str) -> String {
 }
 
 async fn probe_when(app: &TestApp, target: &str, condition: impl Fn(&str) -> bool) -> String {
-    let deadline = tokio::time::Instant::now() + crate::helpers::DEADLINE;
-    loop {
-        let body = probe(app, target).await;
-        if condition(&body) {
-            return body;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out on /probe?target={target}:\n{body}"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
-    }
+    let path = format!("/probe?target={target}");
+    app.when(&format!("{path} to hold"), &path, condition).await
 }
 
 fn up(body: &str) -> bool {

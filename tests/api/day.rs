@@ -6,16 +6,13 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use axum::body::Body;
-use axum::http::Request;
 use reputation_exporter::accounts::Upstreams;
 use reputation_exporter::app::App;
 use reputation_exporter::config::{Config, Settings};
 use reputation_exporter::demo::{DEMO_TOKEN, Fault, SimulatedApi};
 use reputation_exporter::vocabulary::Secret;
-use tower::ServiceExt as _;
 
-use crate::helpers::sample;
+use crate::helpers::{get_in_process as get, sample};
 
 const MINUTE: Duration = Duration::from_secs(60);
 const ASSET: &str = "/api/v1/asset";
@@ -33,15 +30,6 @@ fn config(accounts: &[&str]) -> Config {
         settings.accounts.insert((*name).to_owned(), api);
     }
     settings.validate(false).expect("valid")
-}
-
-async fn get(router: &axum::Router, path: &str) -> String {
-    let request = Request::get(path).body(Body::empty()).unwrap();
-    let response = router.clone().oneshot(request).await.unwrap();
-    let body = axum::body::to_bytes(response.into_body(), usize::MAX)
-        .await
-        .unwrap();
-    String::from_utf8(body.to_vec()).unwrap()
 }
 
 /// How many assets have report series (tags) in a scrape.

@@ -1,17 +1,18 @@
 //! Fault injection: the simulated API answers with scripted statuses, delays and bodies, and
 //! every row of the failure policy is checked by request counts, timings and `/metrics`.
 //!
-//! These run on the real clock over loopback, with delays scaled down to tens of milliseconds;
-//! the retry schedule itself is checked under Tokio's paused clock in `upstream::retry`.
+//! What depends on time (Retry-After, giving up, expiry) runs on Tokio's paused clock with the
+//! upstream in process, so its timings are exact; the rest over loopback with delays scaled
+//! down to tens of milliseconds. The retry schedule itself is checked in `upstream::retry`.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use reputation_exporter::config::Settings;
 use reputation_exporter::demo::{Fault, SimulatedApi};
 use reputation_exporter::logging::LogFormat;
 use reputation_exporter::vocabulary::Kind;
 
-use crate::helpers::{Options, TestApp, eventually, sample, spawn_app_with, up};
+use crate::helpers::{Options, PausedApp, TestApp, eventually, sample, spawn_app_with, up};
 
 const IP_LIST: &str = "/api/v1/ip-list";
 const DOMAIN_LIST: &str = "/api/v1/domain-list";
@@ -81,48 +82,68 @@ async fn a_burst_of_503_is_retried_with_growing_ceilings_until_the_list_arrives(
     );
 }
 
-#[tokio::test]
-async fn retry_after_of_2_seconds_holds_the_next_request_back_2_seconds() {
-    let mut app = spawn_app_with(Options {
-        start_polling: false,
-        ..options("30s", |s| {
-            s.backoff.max_delay = crate::helpers::duration("5s");
-            s.backoff.max_elapsed = crate::helpers::duration("10s");
-        })
+/// On the paused clock: the upstream's arrival times are exact.
+async fn paused(
+    interval: &str,
+    max_age: &str,
+    configure: impl FnOnce(&mut Settings),
+    faults: impl FnOnce(&SimulatedApi),
+) -> PausedApp {
+    let upstream = SimulatedApi::new(3, 2);
+    faults(&upstream);
+    PausedApp::start(upstream, interval, max_age, |s| {
+        fast_backoff(s);
+        configure(s);
     })
-    .await;
-    app.upstream
-        .push_fault(IP_LIST, Fault::RetryAfter(503, "2".into()));
-    app.start_polling();
-    app.metrics_when("the list to arrive", up).await;
-    let arrivals = app.upstream.arrivals(IP_LIST);
-    assert_eq!(arrivals.len(), 2);
-    let gap = arrivals[1] - arrivals[0];
-    assert!(gap >= Duration::from_secs(2), "retried after {gap:?}");
+    .await
 }
 
-#[tokio::test]
-async fn a_429_is_waited_out_as_retry_after_says_and_retried_within_the_same_poll() {
-    let mut app = spawn_app_with(Options {
-        start_polling: false,
-        ..options("1h", |s| {
+/// Lets the paused clock run `by`.
+async fn run(by: &str) {
+    tokio::time::sleep(crate::helpers::duration(by)).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn retry_after_of_2_seconds_holds_the_next_request_back_2_seconds() {
+    let app = paused(
+        "30s",
+        "1h",
+        |s| {
             s.backoff.max_delay = crate::helpers::duration("5s");
             s.backoff.max_elapsed = crate::helpers::duration("10s");
-        })
-    })
+        },
+        |api| api.push_fault(IP_LIST, Fault::RetryAfter(503, "2".into())),
+    )
     .await;
-    app.upstream
-        .push_fault(IP_LIST, Fault::RetryAfter(429, "1".into()));
-    app.start_polling();
-    let body = app.metrics_when("the list to arrive", up).await;
+    run("3s").await;
+    assert_eq!(value(&app.metrics().await, "reputation_up"), 1.0);
+    let arrivals = app.upstream.arrivals(IP_LIST);
+    assert_eq!(arrivals.len(), 2);
+    assert_eq!(arrivals[1] - arrivals[0], Duration::from_secs(2));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_429_is_waited_out_as_retry_after_says_and_retried_within_the_same_poll() {
+    let app = paused(
+        "1h",
+        "2h",
+        |s| {
+            s.backoff.max_delay = crate::helpers::duration("5s");
+            s.backoff.max_elapsed = crate::helpers::duration("10s");
+        },
+        |api| api.push_fault(IP_LIST, Fault::RetryAfter(429, "1".into())),
+    )
+    .await;
+    run("2s").await;
+    let body = app.metrics().await;
+    assert_eq!(value(&body, "reputation_up"), 1.0);
     let arrivals = app.upstream.arrivals(IP_LIST);
     assert_eq!(
         arrivals.len(),
         2,
         "one 429, then the list, in one poll of an hourly loop"
     );
-    let gap = arrivals[1] - arrivals[0];
-    assert!(gap >= Duration::from_secs(1), "retried after {gap:?}");
+    assert_eq!(arrivals[1] - arrivals[0], Duration::from_secs(1));
     assert_eq!(
         value(
             &body,
@@ -136,64 +157,68 @@ async fn a_429_is_waited_out_as_retry_after_says_and_retried_within_the_same_pol
     );
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn an_endless_503_is_given_up_within_max_elapsed_and_values_expire_after_max_age() {
-    let app = spawn_app_with(Options {
-        max_age: "3s",
-        ..options("2s", |s| {
+    let app = paused(
+        "2s",
+        "3s",
+        |s| {
             s.backoff.max_delay = crate::helpers::duration("200ms");
             s.backoff.max_elapsed = crate::helpers::duration("600ms");
-        })
-    })
+        },
+        |_| {},
+    )
     .await;
-    app.metrics_when("the first poll", up).await;
-    let outage = Instant::now();
-    let before = app.upstream.requests(IP_LIST);
+    let start = tokio::time::Instant::now();
+    run("100ms").await;
+    assert_eq!(value(&app.metrics().await, "reputation_up"), 1.0);
     app.upstream.set_outage(IP_LIST, Some(503));
 
-    // While retrying fails, the last good values stay served.
-    let body = app
-        .metrics_when("a failed poll", |b| {
-            sample(b, r#"reputation_api_up{endpoint="ip-list"}"#) == Some(0.0)
-        })
-        .await;
-    assert_eq!(value(&body, r#"reputation_assets{kind="ip"}"#), 3.0);
+    // The poll at 2 s fails (given up by 2.6 s); the last good values (from 0 s) stay served
+    // until they are 3 s old.
+    run("2700ms").await;
+    let body = app.metrics().await;
+    assert_eq!(
+        value(&body, r#"reputation_api_up{endpoint="ip-list"}"#),
+        0.0
+    );
     assert_eq!(value(&body, "reputation_up"), 0.0);
-
-    let body = app
-        .metrics_when("the IP assets to expire", |b| {
-            sample(b, r#"reputation_assets{kind="ip"}"#) == Some(0.0)
-        })
-        .await;
-    assert!(
-        outage.elapsed() >= Duration::from_secs(1),
-        "dropped too early"
+    assert_eq!(value(&body, r#"reputation_assets{kind="ip"}"#), 3.0);
+    run("300ms").await;
+    let body = app.metrics().await;
+    assert_eq!(
+        value(&body, r#"reputation_assets{kind="ip"}"#),
+        0.0,
+        "expired by 3.1 s"
     );
     assert!(!body.contains(r#"reputation_asset_info{kind="ip""#));
     assert_eq!(value(&body, r#"reputation_assets{kind="domain"}"#), 2.0);
 
-    // Each poll retried and then gave up (retries are counted; that no attempt starts after
-    // max_elapsed is checked on Tokio's paused clock in `upstream::retry`).
-    let body = app.metrics().await;
-    let retries = value(&body, r#"reputation_api_retries_total{endpoint="ip-list"}"#);
-    assert!(retries >= 1.0, "503 was retried");
-    // A poll's retries are at most 200 ms apart (max_delay) and stop within 600 ms; polls are
-    // 2 s apart: a gap of over a second is a poll that gave up and the next one starting.
-    let polls = || {
-        let arrivals = app.upstream.arrivals(IP_LIST);
-        arrivals[before..]
-            .windows(2)
-            .filter(|w| w[1] - w[0] > Duration::from_secs(1))
-            .count()
-            + 1
-    };
-    eventually("a second poll of the outage", || async { polls() >= 2 }).await;
-    let attempts = app.upstream.requests(IP_LIST) - before;
-    assert!(
-        attempts > polls(),
-        "each poll retried, gave up, and the next started afresh: {attempts} attempts in {} \
-         polls",
-        polls()
+    // Each poll of the outage retried within 600 ms of its start, gave up, and the next poll
+    // started afresh 2 s after the one before.
+    run("4s").await;
+    let arrivals = app.upstream.arrivals(IP_LIST);
+    let polls: Vec<Vec<Duration>> = [2, 4, 6]
+        .map(|second| {
+            let poll = start + Duration::from_secs(second);
+            arrivals
+                .iter()
+                .filter(|at| **at >= poll && **at < poll + Duration::from_secs(2))
+                .map(|at| *at - poll)
+                .collect()
+        })
+        .into();
+    for attempts in &polls {
+        assert!(attempts.len() >= 2, "retried: {polls:?}");
+        assert_eq!(attempts[0], Duration::ZERO, "on schedule: {polls:?}");
+        assert!(
+            attempts.iter().all(|at| *at <= Duration::from_millis(600)),
+            "no attempt after max_elapsed: {polls:?}"
+        );
+    }
+    assert_eq!(
+        arrivals.len(),
+        1 + polls.iter().map(Vec::len).sum::<usize>()
     );
 }
 

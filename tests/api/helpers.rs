@@ -6,6 +6,7 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
+use reputation_exporter::accounts::Upstreams;
 use reputation_exporter::app::{App, ConfigSource};
 use reputation_exporter::config::Settings;
 use reputation_exporter::demo::{DEMO_TOKEN, SimulatedApi};
@@ -141,20 +142,7 @@ pub async fn spawn_app_with(options: Options) -> TestApp {
     (options.configure)(&mut settings);
     let config = settings.validate(false).expect("valid test configuration");
 
-    let log = Arc::new(Mutex::new(Vec::new()));
-    let sink = log.clone();
-    let writer = move || Sink(sink.clone());
-    let subscriber = match options.log_format {
-        Some(format) => logging::subscriber(tracing::Level::TRACE, format, writer),
-        None => Box::new(
-            tracing_subscriber::fmt()
-                .with_max_level(tracing::Level::TRACE)
-                .with_ansi(false)
-                .with_thread_names(true)
-                .with_writer(writer)
-                .finish(),
-        ),
-    };
+    let (subscriber, log) = capture(options.log_format);
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
     let (shutdown, stopped) = oneshot::channel::<()>();
@@ -198,18 +186,15 @@ impl TestApp {
 
     /// Waits until the log holds a line containing `text`; panics after [`DEADLINE`].
     pub async fn log_when(&self, text: &str) -> String {
-        let deadline = tokio::time::Instant::now() + DEADLINE;
-        loop {
+        until(&format!("the log line {text:?}"), || async {
             let logs = self.logs();
             if logs.contains(text) {
-                return logs;
+                Ok(logs)
+            } else {
+                Err(format!("log:\n{logs}"))
             }
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "timed out waiting for the log line {text:?}; log:\n{logs}"
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        })
+        .await
     }
 
     pub fn url(&self, path: &str) -> String {
@@ -243,32 +228,54 @@ impl TestApp {
 
     /// Scrapes until `condition` holds on the 0.0.4 body; panics after [`DEADLINE`].
     pub async fn metrics_when(&self, what: &str, condition: impl Fn(&str) -> bool) -> String {
-        let deadline = tokio::time::Instant::now() + DEADLINE;
-        loop {
-            let body = self.metrics().await;
+        self.when(what, "/metrics", condition).await
+    }
+
+    /// Gets `path` until `condition` holds on its body; panics after [`DEADLINE`].
+    pub async fn when(&self, what: &str, path: &str, condition: impl Fn(&str) -> bool) -> String {
+        until(what, || async {
+            let body = self.get(path).await.text().await.unwrap();
             if condition(&body) {
-                return body;
+                Ok(body)
+            } else {
+                Err(format!("last body of {path}:\n{body}"))
             }
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "timed out waiting for {what}; last body:\n{body}"
-            );
-            tokio::time::sleep(Duration::from_millis(25)).await;
-        }
+        })
+        .await
     }
 }
 
-/// Waits until `attempt` answers true (it may await: a request, a handshake); panics after
-/// [`DEADLINE`]. The one wait of the tests: no test sleeps for a fixed time instead.
-pub async fn eventually<F: Future<Output = bool>>(what: &str, attempt: impl Fn() -> F) {
+/// Tries `attempt` (it may await: a request, a handshake) until it gives a value; panics
+/// after [`DEADLINE`] with what its last failure saw. The one wait of the tests: no test sleeps
+/// for a fixed time instead.
+pub async fn until<T, F: Future<Output = Result<T, String>>>(
+    what: &str,
+    attempt: impl Fn() -> F,
+) -> T {
     let deadline = tokio::time::Instant::now() + DEADLINE;
-    while !attempt().await {
+    loop {
+        let seen = match attempt().await {
+            Ok(value) => return value,
+            Err(seen) => seen,
+        };
         assert!(
             tokio::time::Instant::now() < deadline,
-            "timed out waiting for {what}"
+            "timed out waiting for {what}; {seen}"
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+}
+
+/// Waits until `attempt` answers true; see [`until`].
+pub async fn eventually<F: Future<Output = bool>>(what: &str, attempt: impl Fn() -> F) {
+    until(what, || async {
+        if attempt().await {
+            Ok(())
+        } else {
+            Err("it never did".to_owned())
+        }
+    })
+    .await;
 }
 
 /// The value of the one sample line that starts with `series` (name and labels), if any.
@@ -277,6 +284,28 @@ pub fn sample(body: &str, series: &str) -> Option<f64> {
         let value = line.strip_prefix(series)?.strip_prefix(' ')?;
         value.parse().ok()
     })
+}
+
+type Subscriber = Box<dyn tracing::Subscriber + Send + Sync>;
+
+/// A subscriber of every level, in `format` (the test default when none), writing only to the
+/// returned buffer.
+fn capture(format: Option<LogFormat>) -> (Subscriber, Arc<Mutex<Vec<u8>>>) {
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let sink = log.clone();
+    let writer = move || Sink(sink.clone());
+    let subscriber = match format {
+        Some(format) => logging::subscriber(tracing::Level::TRACE, format, writer),
+        None => Box::new(
+            tracing_subscriber::fmt()
+                .with_max_level(tracing::Level::TRACE)
+                .with_ansi(false)
+                .with_thread_names(true)
+                .with_writer(writer)
+                .finish(),
+        ),
+    };
+    (subscriber, log)
 }
 
 struct Sink(Arc<Mutex<Vec<u8>>>);
@@ -383,4 +412,96 @@ pub fn exporter() -> Command {
         }
     }
     command
+}
+
+/// A `GET` of `path` answered by `router` in process, its body as text.
+pub async fn get_in_process(router: &axum::Router, path: &str) -> String {
+    use tower::ServiceExt as _;
+    let request = axum::http::Request::get(path)
+        .body(axum::body::Body::empty())
+        .unwrap();
+    let response = router.clone().oneshot(request).await.unwrap();
+    let body = axum::body::to_bytes(response.into_body(), usize::MAX)
+        .await
+        .unwrap();
+    String::from_utf8(body.to_vec()).unwrap()
+}
+
+/// An exporter for a test on Tokio's paused clock (`start_paused = true`): its upstreams answer
+/// through the client's in-process transport and its router is called directly, so no socket
+/// lets real time in and every interval, delay and expiry is exact. Its log goes to a buffer of
+/// its own.
+pub struct PausedApp {
+    /// The first account's upstream.
+    pub upstream: SimulatedApi,
+    router: axum::Router,
+    log: Arc<Mutex<Vec<u8>>>,
+    _app: App,
+    _log: tracing::subscriber::DefaultGuard,
+}
+
+impl PausedApp {
+    /// Builds and starts an exporter of one account: `poll.interval` and `metrics.max_age` as
+    /// given, then `configure`.
+    pub async fn start(
+        upstream: SimulatedApi,
+        interval: &str,
+        max_age: &str,
+        configure: impl FnOnce(&mut Settings),
+    ) -> PausedApp {
+        PausedApp::accounts(vec![("", upstream)], interval, |s| {
+            s.metrics.max_age = duration(max_age);
+            configure(s);
+        })
+        .await
+    }
+
+    /// Builds and starts an exporter of several accounts, each `(name, upstream)` with the
+    /// demo token; an empty name is the unnamed account of `[api]`.
+    pub async fn accounts(
+        accounts: Vec<(&str, SimulatedApi)>,
+        interval: &str,
+        configure: impl FnOnce(&mut Settings),
+    ) -> PausedApp {
+        let mut settings = Settings::default();
+        settings.poll.interval = duration(interval);
+        let mut upstreams = Upstreams::default();
+        for (name, upstream) in &accounts {
+            let host = if name.is_empty() { "upstream" } else { name };
+            let base_url: reqwest::Url = format!("http://{host}.simulated").parse().unwrap();
+            upstreams = upstreams.with(base_url.clone(), upstream.router());
+            let mut api = settings.api.clone();
+            api.base_url = Some(base_url);
+            api.token = Some(Secret::new(DEMO_TOKEN));
+            if name.is_empty() {
+                settings.api = api;
+            } else {
+                settings.accounts.insert((*name).to_owned(), api);
+            }
+        }
+        configure(&mut settings);
+        let config = settings.validate(false).expect("valid test configuration");
+        // The test's runtime runs every task on this thread: they all log here.
+        let (subscriber, log) = capture(Some(LogFormat::Logfmt));
+        let guard = tracing::subscriber::set_default(subscriber);
+        let app = App::build_with(&config, upstreams).await.unwrap();
+        app.start();
+        PausedApp {
+            router: app.router(),
+            upstream: accounts.into_iter().next().unwrap().1,
+            log,
+            _app: app,
+            _log: guard,
+        }
+    }
+
+    /// The exposition (text format).
+    pub async fn metrics(&self) -> String {
+        get_in_process(&self.router, "/metrics").await
+    }
+
+    /// Every line this exporter has logged so far.
+    pub fn logs(&self) -> String {
+        String::from_utf8_lossy(&self.log.lock().unwrap()).into_owned()
+    }
 }

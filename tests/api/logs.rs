@@ -2,9 +2,11 @@
 //! line per report round. Each test reads only the log of its own exporter.
 
 use reputation_exporter::config::Settings;
-use reputation_exporter::demo::{DEMO_TOKEN, SimulatedApi};
+use reputation_exporter::demo::SimulatedApi;
 
-use crate::helpers::{Options, eventually, spawn_accounts, spawn_app_with};
+use std::time::Duration;
+
+use crate::helpers::{Options, PausedApp, eventually, spawn_app_with};
 
 const IP_LIST: &str = "/api/v1/ip-list";
 
@@ -21,30 +23,38 @@ fn lines_with<'a>(log: &'a str, parts: &[&str]) -> Vec<&'a str> {
         .collect()
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_down_account_is_logged_once_per_streak_and_once_when_it_answers_again_by_name() {
     let up = SimulatedApi::new(2, 1);
     let down = SimulatedApi::new(2, 1);
     down.set_outage(IP_LIST, Some(503));
-    let app = spawn_accounts(
-        vec![("up", up, DEMO_TOKEN), ("down", down.clone(), DEMO_TOKEN)],
-        "300ms",
-        quick_give_up,
-    )
-    .await;
+    // Production's schedule and backoff: 5-minute polls, each retried and given up.
+    let app = PausedApp::accounts(vec![("up", up), ("down", down.clone())], "5m", |_| {}).await;
+    let start = tokio::time::Instant::now();
+    let poll = Duration::from_secs(300);
 
-    // At least four polls of the down account, each retried and given up.
-    eventually("four polls of the down account", || async {
-        let arrivals = down.arrivals(IP_LIST);
-        let gaps = arrivals
-            .windows(2)
-            .filter(|w| w[1] - w[0] >= std::time::Duration::from_millis(150))
-            .count();
-        gaps >= 3
-    })
-    .await;
+    // Four polls of the down account (at 0, 5, 10 and 15 minutes), each retried.
+    tokio::time::sleep(3 * poll + Duration::from_secs(200)).await;
+    let arrivals = down.arrivals(IP_LIST);
+    let polls: Vec<usize> = (0..4)
+        .map(|k| {
+            let from = start + poll * k;
+            assert_eq!(arrivals.iter().find(|at| **at >= from), Some(&from));
+            arrivals
+                .iter()
+                .filter(|at| **at >= from && **at < from + poll)
+                .count()
+        })
+        .collect();
+    assert!(
+        polls.iter().all(|n| *n >= 2),
+        "attempts per poll: {polls:?}"
+    );
+    assert_eq!(polls.iter().sum::<usize>(), arrivals.len());
     down.set_outage(IP_LIST, None);
-    let log = app.log_when("the endpoint answers again").await;
+    tokio::time::sleep(poll).await;
+    let log = app.logs();
+    assert!(log.contains("the endpoint answers again"), "{log}");
 
     let failing = ["account=down", "endpoint=ip-list"];
     assert_eq!(
