@@ -14,6 +14,7 @@ use reputation_exporter::config::{Cli, Config};
 use reputation_exporter::demo::SimulatedApi;
 use reputation_exporter::exposition::Format;
 use reputation_exporter::server::ReloadRequest;
+use reputation_exporter::vocabulary::parse_duration;
 
 /// jemalloc instead of the system allocator: every poll allocates and frees about a body's
 /// worth of memory on several threads; glibc's per-thread arenas keep most of it resident and
@@ -154,13 +155,10 @@ async fn run_backfill(
 
 /// `simulate`: the simulated API on its own, until SIGINT or SIGTERM.
 fn simulate(args: &SimulateArgs) -> ExitCode {
-    let latency = match humantime::parse_duration(args.report_latency.trim()) {
+    let latency = match parse_duration(&args.report_latency) {
         Ok(latency) => latency,
         Err(e) => {
-            eprintln!(
-                "--report-latency {}: not a duration ({e}); write e.g. 50ms",
-                args.report_latency
-            );
+            eprintln!("--report-latency {e}");
             return ExitCode::FAILURE;
         }
     };

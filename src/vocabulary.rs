@@ -1,5 +1,6 @@
 //! Words every part of the exporter shares: which endpoint, which kind of asset, how a request
-//! ended, the SNDS colours, and the secret token. A leaf: it imports nothing of the crate.
+//! ended, the SNDS colours, the secret token, and how a duration is written. A leaf: it imports
+//! nothing of the crate.
 
 use std::fmt;
 
@@ -211,5 +212,68 @@ impl Secret {
 impl fmt::Debug for Secret {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("<redacted>")
+    }
+}
+
+/// A duration as the configuration and the flags write it: `500ms`, `30s`, `5m`, `1h`, `90d`
+/// (a day is 24 hours), also `1h 30m` or `2 days`. Jiff's friendly format, so that one crate
+/// reads every time the exporter is given.
+pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    let text = text.trim();
+    let hint = "write e.g. 500ms, 30s, 5m, 1h or 90d";
+    let span: jiff::Span = text
+        .parse()
+        .map_err(|_| format!("`{text}` is not a duration; {hint}"))?;
+    let length = span
+        .to_duration(jiff::SpanRelativeTo::days_are_24_hours())
+        .map_err(|_| format!("`{text}`: months and years have no fixed length; {hint}"))?;
+    std::time::Duration::try_from(length).map_err(|_| format!("`{text}` is negative; {hint}"))
+}
+
+/// A duration as people say it, to the second: `4m 12s`, `1h 30m`.
+pub fn spoken_duration(duration: std::time::Duration) -> String {
+    let seconds =
+        jiff::SignedDuration::from_secs(i64::try_from(duration.as_secs()).unwrap_or(i64::MAX));
+    format!("{seconds:#}")
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    #[test]
+    fn durations_are_read_as_the_configuration_writes_them() {
+        let read = |text| parse_duration(text).map(|d| d.as_millis());
+        assert_eq!(read("500ms"), Ok(500));
+        assert_eq!(read(" 5m "), Ok(300_000));
+        assert_eq!(read("1h 30m"), Ok(5_400_000));
+        assert_eq!(read("90d"), Ok(90 * 86_400_000));
+        assert_eq!(read("2 days"), Ok(2 * 86_400_000));
+        assert_eq!(read("0s"), Ok(0));
+        assert_eq!(
+            read("soon"),
+            Err("`soon` is not a duration; write e.g. 500ms, 30s, 5m, 1h or 90d".into())
+        );
+        assert!(
+            read("10")
+                .unwrap_err()
+                .starts_with("`10` is not a duration")
+        );
+        assert!(read("-5m").unwrap_err().starts_with("`-5m` is negative"));
+        assert!(
+            read("1y")
+                .unwrap_err()
+                .contains("months and years have no fixed length")
+        );
+    }
+
+    #[test]
+    fn durations_are_spoken_to_the_second() {
+        assert_eq!(spoken_duration(Duration::from_secs(252)), "4m 12s");
+        assert_eq!(spoken_duration(Duration::from_secs(5400)), "1h 30m");
+        assert_eq!(spoken_duration(Duration::from_millis(1500)), "1s");
+        assert_eq!(spoken_duration(Duration::ZERO), "0s");
     }
 }

@@ -24,7 +24,7 @@ use crate::model::AssetSet;
 use crate::telemetry::Telemetry;
 use crate::upstream::dto::{self, AssetReport};
 use crate::upstream::{Client, FetchError, asset_path};
-use crate::vocabulary::{Endpoint, Kind};
+use crate::vocabulary::{Endpoint, Kind, parse_duration};
 pub use history::{History, Window};
 use output::{Output, Written};
 
@@ -49,12 +49,7 @@ impl Options {
             .as_deref()
             .map(|since| since_to_time(since, now))
             .transpose()?;
-        let recent = humantime::parse_duration(args.skip_recent.trim()).map_err(|e| {
-            format!(
-                "--skip-recent {}: not a duration ({e}); write e.g. 3h or 0s",
-                args.skip_recent
-            )
-        })?;
+        let recent = parse_duration(&args.skip_recent).map_err(|e| format!("--skip-recent {e}"))?;
         let labels = args
             .labels
             .iter()
@@ -81,7 +76,7 @@ fn since_to_time(since: &str, now: i64) -> Result<i64, String> {
             .map_err(|e| format!("--since {since}: {e}"))?;
         return Ok(at.timestamp().as_second());
     }
-    let back = humantime::parse_duration(since).map_err(|_| {
+    let back = parse_duration(since).map_err(|_| {
         format!("--since {since}: neither a duration such as 90d nor a date such as 2026-01-01")
     })?;
     Ok(now - i64::try_from(back.as_secs()).unwrap_or(i64::MAX))

@@ -12,7 +12,7 @@ use serde::Deserialize;
 use serde::de::{self, Deserializer, Visitor};
 
 use crate::logging::LogFormat;
-use crate::vocabulary::Secret;
+use crate::vocabulary::{Secret, parse_duration};
 
 /// A string, or a number or boolean written where a string was meant.
 fn text<'de, D: Deserializer<'de>>(deserializer: D) -> Result<String, D::Error> {
@@ -53,12 +53,10 @@ where
     parse(&written).map_err(de::Error::custom)
 }
 
-/// `500ms`, `30s`, `5m`, `1h`; never zero.
+/// `500ms`, `30s`, `5m`, `1h` ([`parse_duration`]); never zero.
 pub fn duration<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Duration, D::Error> {
     parsed(deserializer, |value| {
-        let parsed = humantime::parse_duration(value.trim()).map_err(|e| {
-            format!("`{value}` is not a duration ({e}); write e.g. 500ms, 30s, 5m or 1h")
-        })?;
+        let parsed = parse_duration(value)?;
         if parsed.is_zero() {
             return Err("must be longer than zero".into());
         }

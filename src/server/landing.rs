@@ -12,7 +12,7 @@ use super::AppState;
 use crate::accounts::{Account, Accounts};
 use crate::snapshot::{LOW_SCORE, Snapshot, WORST_KEPT};
 use crate::telemetry::unix_now;
-use crate::vocabulary::{Endpoint, Kind, SndsColour};
+use crate::vocabulary::{Endpoint, Kind, SndsColour, spoken_duration};
 
 /// Assets listed on the landing page; the rest are in `/metrics`.
 const LANDING_ROWS: usize = WORST_KEPT;
@@ -95,7 +95,7 @@ fn legend() -> String {
 
 /// A duration as people say it, to the second: `4m 12s`.
 fn spoken(seconds: f64) -> String {
-    humantime::format_duration(Duration::from_secs(seconds.max(0.0) as u64)).to_string()
+    spoken_duration(Duration::from_secs(seconds.max(0.0) as u64))
 }
 
 /// When the lists are polled, and when next.

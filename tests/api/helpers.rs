@@ -26,7 +26,7 @@ pub const PROMETHEUS_ACCEPT: &str = "application/openmetrics-text;version=1.0.0;
 
 /// A duration written as in the configuration (`300ms`, `2s`).
 pub fn duration(text: &str) -> Duration {
-    humantime::parse_duration(text).expect("a duration")
+    reputation_exporter::vocabulary::parse_duration(text).expect("a duration")
 }
 
 /// How to start a test exporter.
