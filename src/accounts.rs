@@ -8,7 +8,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::task::JoinHandle;
+use tokio::task::JoinSet;
 use tracing::{Instrument as _, info};
 
 use crate::config::{self, ApiConfig, Config, Source};
@@ -96,8 +96,10 @@ pub struct Account {
     poller: Poller,
     reports: Option<ReportPoller>,
     spec: Spec,
-    /// Its poll loops once started; stopped when the account is dropped.
-    tasks: Tasks,
+    /// Its poll loops once started, aborted when the account is dropped (the set is): they hold
+    /// nothing that must be finished, so stopping at any await is stopping cleanly. A std
+    /// mutex, never held across an `.await`.
+    tasks: Mutex<JoinSet<()>>,
     /// With `--demo`, the simulated API it polls, served as long as the account lives.
     _simulated: Option<SimulatedApi>,
 }
@@ -139,7 +141,7 @@ impl Account {
             poller,
             reports,
             spec,
-            tasks: Tasks::default(),
+            tasks: Mutex::default(),
             _simulated: simulated,
         })
     }
@@ -154,16 +156,15 @@ impl Account {
 
     /// Starts its poll loops, unless they run already.
     fn start(&self) {
-        let mut tasks = self.tasks.lock();
+        let mut tasks = self.tasks.lock().unwrap_or_else(|e| e.into_inner());
         if !tasks.is_empty() {
             return;
         }
         let span = self.span();
-        tasks.push(crate::task::spawn(
-            self.poller.clone().run().instrument(span.clone()),
-        ));
+        let poller = self.poller.clone().run().instrument(span.clone());
+        crate::task::spawn_into(&mut tasks, poller);
         if let Some(reports) = &self.reports {
-            tasks.push(crate::task::spawn(reports.clone().run().instrument(span)));
+            crate::task::spawn_into(&mut tasks, reports.clone().run().instrument(span));
         }
     }
 
@@ -207,25 +208,6 @@ impl Account {
             .filter(|h| !h.up && h.last_tried.is_some())
             .map(|h| (h.endpoint, h.error.unwrap_or_else(|| "no answer".into())))
             .collect()
-    }
-}
-
-/// The poll loops of an account, aborted when it is dropped. A std mutex, never held across an
-/// `.await`.
-#[derive(Debug, Default)]
-struct Tasks(Mutex<Vec<JoinHandle<()>>>);
-
-impl Tasks {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<JoinHandle<()>>> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner())
-    }
-}
-
-impl Drop for Tasks {
-    fn drop(&mut self) {
-        for task in self.lock().drain(..) {
-            task.abort();
-        }
     }
 }
 

@@ -198,7 +198,9 @@ impl App {
             max_connections,
             mut requests,
         } = self;
-        let reloader = crate::task::spawn({
+        // Reloads are applied while serving; the set stops the reloader when it is dropped.
+        let mut reloader = tokio::task::JoinSet::new();
+        crate::task::spawn_into(&mut reloader, {
             let core = core.clone();
             async move {
                 while let Some(request) = requests.recv().await {
@@ -208,7 +210,7 @@ impl App {
             }
         });
         let served = server::serve(listener, state, shutdown, max_connections).await;
-        reloader.abort();
+        drop(reloader);
         // The accounts stop with the last holder of their set.
         drop(core);
         served.map_err(AppError::Serve)?;

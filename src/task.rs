@@ -15,6 +15,16 @@ where
     tokio::spawn(future.in_current_span().with_current_subscriber())
 }
 
+/// [`JoinSet::spawn`](tokio::task::JoinSet::spawn), keeping the current subscriber and span:
+/// the task runs until it ends or the set is dropped.
+pub fn spawn_into<F>(set: &mut tokio::task::JoinSet<F::Output>, future: F)
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    set.spawn(future.in_current_span().with_current_subscriber());
+}
+
 /// [`tokio::task::spawn_blocking`], keeping the current subscriber and span.
 pub fn spawn_blocking<F, R>(work: F) -> tokio::task::JoinHandle<R>
 where

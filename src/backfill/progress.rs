@@ -16,7 +16,7 @@ const WIDTH: usize = 30;
 /// Counts the assets done and shows it until dropped.
 pub struct Progress {
     done: Arc<AtomicUsize>,
-    ticker: tokio::task::JoinHandle<()>,
+    ticker: tokio::task::JoinSet<()>,
     terminal: bool,
 }
 
@@ -26,7 +26,8 @@ impl Progress {
         let done = Arc::new(AtomicUsize::new(0));
         let terminal = std::io::stderr().is_terminal();
         let counted = done.clone();
-        let ticker = crate::task::spawn(async move {
+        let mut ticker = tokio::task::JoinSet::new();
+        crate::task::spawn_into(&mut ticker, async move {
             let started = Instant::now();
             let mut ticks = tokio::time::interval(if terminal { REDRAW } else { LINE_EVERY });
             ticks.tick().await;
@@ -56,7 +57,7 @@ impl Progress {
 
 impl Drop for Progress {
     fn drop(&mut self) {
-        self.ticker.abort();
+        self.ticker.abort_all();
         if self.terminal {
             let _ = writeln!(std::io::stderr());
         }

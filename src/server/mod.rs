@@ -113,25 +113,23 @@ pub async fn serve(
     let web = state.web.clone();
     let app = router(state);
     // Requests and handshakes look for changes too; this reloads (and reports a bad change)
-    // when no client comes.
-    let watch = web.path().is_some().then(|| {
+    // when no client comes. It stops when the set is dropped, however serving ends.
+    let mut watch = tokio::task::JoinSet::new();
+    if web.path().is_some() {
         let web = web.clone();
-        crate::task::spawn(async move {
+        crate::task::spawn_into(&mut watch, async move {
             let mut ticks = tokio::time::interval(crate::web_config::RECHECK);
             loop {
                 ticks.tick().await;
                 web.current();
             }
-        })
-    });
+        });
+    }
     if web.current().tls.is_some() {
         let listener = TlsListener::spawn(listener, web, max_connections)?;
         connections::accept(listener, app, shutdown).await;
     } else {
         connections::accept(bounded(listener, max_connections), app, shutdown).await;
-    }
-    if let Some(watch) = watch {
-        watch.abort();
     }
     Ok(())
 }
