@@ -1,17 +1,24 @@
 //! A Prometheus exporter for e-mail sending reputation.
 //!
 //! It polls the reputation monitoring API and serves every monitored IP address and domain as
-//! labelled metrics. The modules, in the order the data flows through them (each imports only
-//! modules above it, or the leaves at the end):
+//! labelled metrics. The modules, each importing only modules listed before it:
 //!
+//! - [`vocabulary`]: endpoint, kind, request outcome, SNDS colour, the secret, durations.
+//! - [`task`]: spawning that keeps the logger and the span.
+//! - [`file_watch`]: following changed files (the token file, the web configuration).
+//! - [`logging`]: logfmt and JSON lines.
+//! - [`telemetry`]: the exporter's own metrics, on `prometheus-client`.
+//! - [`web_config`]: TLS, basic auth and headers from exporter-toolkit's file.
+//! - [`upstream`]: the API client (token, timeouts, body cap, retries) and the JSON it returns.
+//! - [`demo`]: the simulated API behind `--demo`, `simulate`, the tests and the benchmarks.
+//! - [`model`]: assets and their report data, mapped from the JSON by DESIGN's value rules.
+//! - [`exposition`]: the per-asset metric families, OpenMetrics 1.0 and Prometheus text 0.0.4
+//!   writers, and gzip.
+//! - [`snapshot`]: what a scrape serves: each list rendered once, and the assembled body.
+//! - [`store`]: the latest good data, and the snapshot swapped in on every change.
+//! - [`poll`]: the list poll loop and the asset report loop; what each result does to the store.
 //! - [`config`]: flags, TOML file and environment, layered into typed settings and validated
 //!   into the [`config::Config`] that builds the rest.
-//! - [`upstream`]: the API client (token, timeouts, body cap, retries) and the JSON it returns.
-//! - [`poll`]: the list poll loop and the asset report loop; what each result does to the store.
-//! - [`model`]: assets and their report data, mapped from the JSON by DESIGN's value rules.
-//! - [`store`]: the latest good data, and the snapshot swapped in on every change.
-//! - [`snapshot`]: what a scrape serves: each list rendered once, and the assembled body.
-//! - [`exposition`]: OpenMetrics 1.0 and Prometheus text 0.0.4 writers, and gzip.
 //! - [`accounts`]: each account's client, pollers and store, built from its configuration and
 //!   running until dropped; the set of them, kept across reloads; `resolve(target)`.
 //! - [`server`]: `/metrics`, `/probe`, the landing page, health, readiness, `/-/reload`, basic
@@ -19,12 +26,6 @@
 //! - [`app`]: the exporter built from a `Config`, reloaded with a new one, and run on a
 //!   listener until shutdown.
 //! - [`backfill`]: the `backfill` command: the reports' history as OpenMetrics for promtool.
-//!
-//! Beside the flow: [`telemetry`] (the exporter's own metrics, on `prometheus-client`),
-//! [`web_config`] (TLS, basic auth and headers from exporter-toolkit's file), [`logging`],
-//! [`demo`] (the simulated API behind `--demo`, the tests and the benchmarks), and the leaves
-//! every module may import: [`vocabulary`] (endpoint, kind, request outcome, the secret),
-//! [`file_watch`] (following changed files) and [`task`] (spawning that keeps the logger).
 //!
 //! The data is polled, not collected at scrape time: the upstream is a slow, rate-limited
 //! third-party API whose values change daily, so a scrape answers from the latest snapshot and

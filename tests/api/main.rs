@@ -15,4 +15,5 @@ mod metrics;
 mod process;
 mod reload;
 mod reports;
+mod structure;
 mod web;
