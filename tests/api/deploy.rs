@@ -287,11 +287,13 @@ fn every_alert_links_its_own_heading_of_the_shipped_runbook() {
     let runbook = read("docs/runbook.md");
     let mut alert = None;
     let mut linked = 0;
+    // The generated YAML quotes every string.
+    let unquoted = |value: &str| value.trim_matches('"').to_owned();
     for line in alerts.lines().map(str::trim) {
         if let Some(name) = line.strip_prefix("- alert: ") {
-            alert = Some(name.to_owned());
+            alert = Some(unquoted(name));
         }
-        if let Some(url) = line.strip_prefix("runbook_url: ") {
+        if let Some(url) = line.strip_prefix("runbook_url: ").map(unquoted) {
             let name = alert.as_deref().expect("a runbook_url inside an alert");
             let (page, anchor) = url.split_once('#').expect("an anchor");
             assert!(page.ends_with("/docs/runbook.md"), "{name}: {url}");

@@ -1,0 +1,29 @@
+// The plain files under deploy/ for everyone who does not use jsonnet, rendered from the mixin:
+//   jsonnet -S -m deploy mixin/render.jsonnet
+// (deploy/generate.sh runs it). `config` is merged into _config, e.g.
+//   --tla-code 'config={runbookUrl: "https://wiki.example.com/reputation/runbook"}'
+function(config={})
+  local mixin = (import 'mixin.libsonnet') + { _config+:: config };
+  local generated = '# Generated from mixin/ by deploy/generate.sh; change mixin/config.libsonnet (or the\n'
+                    + '# mixin) and run it again.\n';
+  local yaml(value) = std.manifestYamlDoc(value, indent_array_in_object=true, quote_keys=false) + '\n';
+  {
+    'prometheus/alerts.yml': '# Alerting rules for reputation-exporter; their runbook is docs/runbook.md.\n'
+                             + generated + yaml(mixin.prometheusAlerts),
+    'prometheus/rules.yml': '# Recording rules for reputation-exporter (level:metric:operations).\n'
+                            + generated + yaml(mixin.prometheusRules),
+    'grafana/dashboard.json': std.manifestJsonEx(mixin.grafanaDashboards['reputation-exporter.json'], '  ') + '\n',
+    'kubernetes/prometheusrule.yaml': '# The alerts and recording rules as a prometheus-operator PrometheusRule.\n'
+                                      + generated
+                                      + yaml({
+                                        apiVersion: 'monitoring.coreos.com/v1',
+                                        kind: 'PrometheusRule',
+                                        metadata: {
+                                          name: 'reputation-exporter',
+                                          labels: { 'app.kubernetes.io/name': 'reputation-exporter' },
+                                        },
+                                        spec: {
+                                          groups: mixin.prometheusAlerts.groups + mixin.prometheusRules.groups,
+                                        },
+                                      }),
+  }

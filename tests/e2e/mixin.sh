@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# The monitoring mixin (mixin/): formatted as jsonnetfmt formats it; the shipped files under
+# deploy/ are its default rendering; linted as `mixtool lint` lints; and configurable for real:
+# rendered with another score floor, job selector, instance label and runbook URL, the alert
+# expressions, recording rules, dashboard queries and runbook links follow, and the promtool
+# rule tests pass on the default rendering.
+#
+# Usage: tests/e2e/mixin.sh  (needs jsonnet, jsonnetfmt, promtool, python3)
+set -euo pipefail
+e2e_name=mixin
+cd "$(dirname "$0")/../.."
+. tests/e2e/lib.sh
+
+mapfile -t sources < <(find mixin -name '*.libsonnet' -o -name '*.jsonnet' | sort)
+jsonnetfmt --test "${sources[@]}" || fail "not formatted as jsonnetfmt formats it: run jsonnetfmt -i ${sources[*]}"
+
+# render DIR [CONFIG]: the deploy files of the mixin with CONFIG merged into _config.
+render() {
+    mkdir -p "$1"/{prometheus,grafana,kubernetes}
+    jsonnet -S -m "$1" --tla-code "config=${2:-{\}}" mixin/render.jsonnet >/dev/null
+}
+# as_json DIR FIELD [CONFIG]: one field of the mixin as JSON, for the lint.
+as_json() {
+    jsonnet --tla-code "config=${3:-{\}}" -e "function(config) ((import 'mixin/mixin.libsonnet') + {_config+:: config}).$2" >"$1/$2.json"
+}
+
+render "$work/default"
+for file in prometheus/alerts.yml prometheus/rules.yml grafana/dashboard.json kubernetes/prometheusrule.yaml; do
+    diff -u "deploy/$file" "$work/default/$file" >"$work/drift.log" ||
+        fail "deploy/$file differs from the mixin's rendering: run bash deploy/generate.sh"
+done
+
+# The promtool tests on the default rendering.
+cp -r deploy/prometheus/tests "$work/default/prometheus/"
+promtool test rules "$work/default"/prometheus/tests/*.yml >"$work/promtool.log" 2>&1 ||
+    fail "promtool test rules on the default rendering"
+
+override='{senderScoreFloor: 80, senderScoreGood: 90, selector: "job=\"mail-reputation\"", instanceLabel: "account", runbookUrl: "https://wiki.example.com/reputation/runbook"}'
+render "$work/override" "$override"
+promtool check rules "$work/override/prometheus/alerts.yml" "$work/override/prometheus/rules.yml" >"$work/check.log" 2>&1 ||
+    fail "promtool check rules on the override's rendering"
+
+for config in default override; do
+    c='{}'
+    [ "$config" = override ] && c=$override
+    mkdir -p "$work/$config/json"
+    as_json "$work/$config/json" prometheusAlerts "$c"
+    as_json "$work/$config/json" prometheusRules "$c"
+    as_json "$work/$config/json" grafanaDashboards "$c"
+    python3 tests/e2e/mixin_lint.py "$work/$config/json"/{prometheusAlerts,prometheusRules,grafanaDashboards}.json >"$work/lint-$config.log" ||
+        fail "mixin lint ($config): $(cat "$work/lint-$config.log")"
+    echo "$config: $(tail -n 1 "$work/lint-$config.log")"
+done
+
+python3 - "$work/default/json" "$work/override/json" <<'PY' || fail "the override did not change the rendering as configured"
+import json, sys
+d, o = ({n: json.load(open(f"{p}/{n}.json")) for n in ("prometheusAlerts", "prometheusRules", "grafanaDashboards")} for p in sys.argv[1:3])
+
+def alerts(m):
+    return {r["alert"]: r for g in m["prometheusAlerts"]["groups"] for r in g["rules"]}
+
+def dashboard(m):
+    return m["grafanaDashboards"]["reputation-exporter.json"]
+
+def exprs(dash):
+    out = [a["expr"] for a in dash["annotations"]["list"]]
+    for p in dash["panels"]:
+        out += [t["expr"] for t in p.get("targets", [])]
+    return out
+
+def steps(dash, title):
+    panel = next(p for p in dash["panels"] if p["title"] == title)
+    return [s["value"] for s in panel["fieldConfig"]["defaults"]["thresholds"]["steps"]]
+
+def check(what, got, want):
+    assert got == want, f"{what}: {got!r}, expected {want!r}"
+
+da, oa = alerts(d), alerts(o)
+check("default score alert", da["ReputationSenderScoreLow"]["expr"], 'reputation_senderscore{job="reputation"} < 70')
+check("override score alert", oa["ReputationSenderScoreLow"]["expr"], 'reputation_senderscore{job="mail-reputation"} < 80')
+assert "below 80." in oa["ReputationSenderScoreLow"]["annotations"]["description"]
+for name, rule in oa.items():
+    expr = rule["expr"]
+    if name != "ReputationExporterReloadFailed":
+        assert 'job="mail-reputation"' in expr and 'job="reputation"' not in expr, f"{name}: {expr}"
+    check(f"{name} runbook", rule["annotations"]["runbook_url"], f"https://wiki.example.com/reputation/runbook#{name.lower()}")
+    assert "$labels.instance" not in rule["annotations"]["description"], name
+check("503 alert grouping", oa["ReputationApiUnavailable"]["expr"].split("(increase")[0], "sum by (job, account, endpoint) ")
+for rule in o["prometheusRules"]["groups"][0]["rules"]:
+    assert 'job="mail-reputation"' in rule["expr"], rule
+    assert "without (instance)" not in rule["expr"], rule
+
+dd, od = dashboard(d), dashboard(o)
+check("default score colours", steps(dd, "Worst Sender Score"), [None, 70, 80])
+check("override score colours", steps(od, "Worst Sender Score"), [None, 80, 90])
+check("override score bars", steps(od, "Worst Sender Scores"), [None, 80, 90])
+job = next(v for v in od["templating"]["list"] if v["name"] == "job")
+check("override job variable", job["definition"], 'label_values(reputation_up{job="mail-reputation"}, job)')
+instance = next(v for v in od["templating"]["list"] if v["name"] == "instance")
+check("override instance variable", instance["definition"], 'label_values(reputation_up{job=~"$job"}, account)')
+changed = 0
+for before, after in zip(exprs(dd), exprs(od)):
+    assert 'account=~"$instance"' in after and 'instance=~' not in after, after
+    assert "without (instance)" not in after, after
+    changed += before != after
+check("dashboard queries changed", changed, len(exprs(dd)))
+print(f"override: {len(oa)} alert expressions and runbook links, {changed} dashboard queries and the score colours follow _config")
+PY
+
+# The README's kube-prometheus example, vendored as jsonnet-bundler would.
+mkdir -p "$work/vendor/reputation-exporter"
+ln -s "$PWD/mixin" "$work/vendor/reputation-exporter/mixin"
+awk '/^```jsonnet/{block=1; next} block && /^```/{exit} block{print}' README.md >"$work/kube.jsonnet"
+jsonnet -J "$work/vendor" "$work/kube.jsonnet" >"$work/kube.json" 2>"$work/kube.log" ||
+    fail "the README's jsonnet example does not evaluate"
+python3 - "$work/kube.json" <<'PY' || fail "the README's jsonnet example does not give what it says"
+import json, sys
+out = json.load(open(sys.argv[1]))
+rule = out["reputation-prometheusrule"]
+rules = [r for g in rule["spec"]["groups"] for r in g["rules"]]
+low = next(r for r in rules if r.get("alert") == "ReputationSenderScoreLow")
+assert low["expr"] == 'reputation_senderscore{job="mail-reputation"} < 80', low
+assert any("record" in r for r in rules), "no recording rules"
+assert out["reputation-dashboard"]["uid"] == "reputation-exporter"
+print(f"README example: {len(rules)} rules in the PrometheusRule, the dashboard")
+PY
+
+# The generate script with RUNBOOK_URL puts it in every link and in the unit.
+copy="$work/copy"
+mkdir -p "$copy"
+cp -r Cargo.toml deploy mixin "$copy/"
+RUNBOOK_URL=https://wiki.example.com/rb bash "$copy/deploy/generate.sh"
+links=$(grep -c 'runbook_url: "https://wiki.example.com/rb#' "$copy/deploy/prometheus/alerts.yml")
+[ "$links" = "$(grep -c -- '- alert: ' "$copy/deploy/prometheus/alerts.yml")" ] || fail "RUNBOOK_URL reached $links alerts"
+grep -q '^Documentation=.* https://wiki.example.com/rb$' "$copy/deploy/systemd/reputation-exporter.service" ||
+    fail "RUNBOOK_URL did not reach the unit"
+echo "mixin: passed"
