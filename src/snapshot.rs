@@ -34,8 +34,8 @@ pub struct ListPart {
     pub summary: Summary,
 }
 
-/// Sender Score under which the landing page counts an asset as low (the shipped alert's
-/// threshold).
+/// Sender Score under which the landing page counts an asset as low: the shipped alert's
+/// threshold, the mixin's default `senderScoreFloor` (tests/e2e/mixin.sh holds them equal).
 pub const LOW_SCORE: f64 = 70.0;
 
 /// How many assets a list or snapshot holds, and how many of them are in trouble.

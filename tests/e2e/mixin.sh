@@ -25,6 +25,9 @@ as_json() {
 }
 
 render "$work/default"
+floor=$(jsonnet -e "(import 'mixin/mixin.libsonnet')._config.senderScoreFloor")
+landing=$(sed -n 's/^pub const LOW_SCORE: f64 = \([0-9]*\)\.0;$/\1/p' src/snapshot.rs)
+[ "$floor" = "$landing" ] || fail "the landing page counts scores under $landing as low, the alert under $floor"
 for file in prometheus/alerts.yml prometheus/rules.yml grafana/dashboard.json kubernetes/prometheusrule.yaml; do
     diff -u "deploy/$file" "$work/default/$file" >"$work/drift.log" ||
         fail "deploy/$file differs from the mixin's rendering: run bash deploy/generate.sh"
