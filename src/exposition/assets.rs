@@ -47,6 +47,7 @@ pub struct Samples<'a> {
 
 impl Samples<'_> {
     /// One sample, or none for `None`.
+    #[inline]
     fn value(&mut self, value: Option<f64>) {
         if let Some(value) = value {
             let labels = [("kind", self.kind), ("asset", self.asset)];
@@ -55,6 +56,7 @@ impl Samples<'_> {
     }
 
     /// One sample with the family's own label set to `label`.
+    #[inline]
     fn labelled(&mut self, label: &str, value: f64) {
         let name = (self.family.label).expect("a family with labelled samples names its label");
         let labels = [("kind", self.kind), ("asset", self.asset), (name, label)];
