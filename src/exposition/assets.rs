@@ -308,7 +308,7 @@ pub struct ListSamples<'a> {
 /// The sample lines of one list's assets, one chunk per family of [`list_families`].
 pub fn render_list(assets: &[Asset]) -> Vec<Bytes> {
     let mut writer = SampleWriter::default();
-    for family in list_families() {
+    for family in &FAMILIES {
         let Source::List(write) = family.source else {
             continue;
         };
@@ -330,7 +330,7 @@ pub fn render_list(assets: &[Asset]) -> Vec<Bytes> {
 /// [`report_families`]. Only assets still in the list count: a report never outlives its asset.
 fn render_reports(list: &ListSamples<'_>, reports: &Reports) -> Vec<Bytes> {
     let mut writer = SampleWriter::default();
-    for family in report_families() {
+    for family in &FAMILIES {
         let Source::Report(write) = family.source else {
             continue;
         };
