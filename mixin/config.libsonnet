@@ -1,6 +1,6 @@
 // Everything an operator may want to change, in one place. Override any of it in your own
 // jsonnet:
-//   (import 'reputation-exporter-mixin/mixin.libsonnet') + {
+//   (import 'github.com/reputation-exporter/reputation-exporter/mixin/mixin.libsonnet') + {
 //     _config+:: { senderScoreFloor: 80, selector: 'job="mail-reputation"' },
 //   }
 {

@@ -110,9 +110,10 @@ check("dashboard queries changed", changed, len(exprs(dd)))
 print(f"override: {len(oa)} alert expressions and runbook links, {changed} dashboard queries and the score colours follow _config")
 PY
 
-# The README's kube-prometheus example, vendored as jsonnet-bundler would.
-mkdir -p "$work/vendor/reputation-exporter"
-ln -s "$PWD/mixin" "$work/vendor/reputation-exporter/mixin"
+# The README's kube-prometheus example, vendored where jsonnet-bundler puts it
+# (vendor/<host>/<owner>/<repository>/<subdirectory>).
+mkdir -p "$work/vendor/github.com/reputation-exporter/reputation-exporter"
+ln -s "$PWD/mixin" "$work/vendor/github.com/reputation-exporter/reputation-exporter/mixin"
 awk '/^```jsonnet/{block=1; next} block && /^```/{exit} block{print}' README.md >"$work/kube.jsonnet"
 jsonnet -J "$work/vendor" "$work/kube.jsonnet" >"$work/kube.json" 2>"$work/kube.log" ||
     fail "the README's jsonnet example does not evaluate"
