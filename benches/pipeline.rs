@@ -73,16 +73,15 @@ fn pipeline(c: &mut Criterion) {
             b.iter(|| GzipPrefix::new(black_box(chunks)))
         });
     }
-    let telemetry = Telemetry::new(&reputation_exporter::vocabulary::Endpoint::POLLED);
+    let health = reputation_exporter::health::Health::new(
+        &reputation_exporter::vocabulary::Endpoint::POLLED,
+    );
+    let telemetry = Telemetry::new(std::sync::Arc::new(health));
     let snapshot = Snapshot::default();
     for format in Format::ALL {
         group.bench_function(format!("live_part_{format:?}"), |b| {
             b.iter(|| {
-                reputation_exporter::server::metrics::live(
-                    Some((&telemetry, &snapshot)),
-                    None,
-                    format,
-                )
+                reputation_exporter::snapshot::live(Some((&telemetry, &snapshot)), None, format)
             })
         });
     }

@@ -13,6 +13,7 @@ use tracing::{Instrument as _, info};
 
 use crate::config::{self, ApiConfig, Config, Source};
 use crate::demo::{self, SimulatedApi};
+use crate::health::Health;
 use crate::poll::Poller;
 use crate::poll::reports::{ReportPoller, ReportSchedule};
 use crate::store::Store;
@@ -91,6 +92,9 @@ pub struct Account {
     pub store: Arc<Store>,
     /// Its API metrics.
     pub telemetry: Arc<Telemetry>,
+    /// What its pollers know of its API: what the landing page, `--once` and the health
+    /// metrics read.
+    pub health: Arc<Health>,
     /// Its API client.
     pub client: Client,
     poller: Poller,
@@ -111,8 +115,15 @@ impl Account {
         if spec.reports.is_some() {
             endpoints.push(Endpoint::Asset);
         }
-        let telemetry = Arc::new(Telemetry::new(&endpoints));
-        let (client, simulated) = connect(&spec.account.api, telemetry.clone(), upstreams).await?;
+        let health = Arc::new(Health::new(&endpoints));
+        let telemetry = Arc::new(Telemetry::new(health.clone()));
+        let (client, simulated) = connect(
+            &spec.account.api,
+            spec.retry,
+            (telemetry.clone(), health.clone()),
+            upstreams,
+        )
+        .await?;
         // A report is refreshed once per round: it may be a round old before it is stale.
         let report_interval = spec.reports.as_ref().map_or(Duration::ZERO, |r| r.interval);
         let store = Store::new(spec.max_age, spec.max_age + report_interval);
@@ -120,23 +131,24 @@ impl Account {
             ReportPoller::new(
                 client.clone(),
                 telemetry.clone(),
+                health.clone(),
                 store.clone(),
-                spec.retry,
                 schedule,
             )
         });
         let poller = Poller::new(
             client.clone(),
             telemetry.clone(),
+            health.clone(),
             store.clone(),
             spec.poll_interval,
-            spec.retry,
             spec.max_labels,
         );
         Ok(Account {
             name: spec.account.name.clone(),
             store,
             telemetry,
+            health,
             client,
             poller,
             reports,
@@ -202,12 +214,7 @@ impl Account {
 
     /// The endpoints whose last poll failed, each with the kind of failure (`HTTP 503`).
     pub fn failing(&self) -> Vec<(Endpoint, String)> {
-        self.telemetry
-            .health()
-            .into_iter()
-            .filter(|h| !h.up && h.last_tried.is_some())
-            .map(|h| (h.endpoint, h.error.unwrap_or_else(|| "no answer".into())))
-            .collect()
+        self.health.failing()
     }
 }
 
@@ -342,7 +349,8 @@ impl Accounts {
 /// it is held.
 pub async fn connect(
     api: &ApiConfig,
-    telemetry: Arc<Telemetry>,
+    retry: RetryPolicy,
+    (telemetry, health): (Arc<Telemetry>, Arc<Health>),
     upstreams: &Upstreams,
 ) -> Result<(Client, Option<SimulatedApi>), AccountError> {
     let (base_url, token, token_file, simulated) = match &api.source {
@@ -373,6 +381,7 @@ pub async fn connect(
         token_file,
         timeout: api.timeout,
         max_body_bytes: api.max_body_bytes,
+        retry,
     };
-    Ok((Client::new(options, telemetry)?, simulated))
+    Ok((Client::new(options, telemetry, health)?, simulated))
 }

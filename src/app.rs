@@ -164,12 +164,10 @@ impl App {
     pub fn exposition(&self, target: Option<&str>, format: Format) -> Result<Vec<u8>, AppError> {
         let account = self.account(target)?;
         let process = account.name.is_none().then_some(&*self.core.process);
-        Ok(server::metrics::render(
-            &account.store.current(),
-            &account.telemetry,
-            process,
-            format,
-        ))
+        Ok(account
+            .store
+            .current()
+            .exposition(&account.telemetry, process, format))
     }
 
     /// Applies `config`: see the module's documentation. On an error nothing changes.

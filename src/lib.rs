@@ -7,6 +7,9 @@
 //! - [`task`]: spawning that keeps the logger and the span.
 //! - [`file_watch`]: following changed files (the token file, the web configuration).
 //! - [`logging`]: logfmt and JSON lines.
+//! - [`health`]: what an account's pollers know of its API (each endpoint's state, failing
+//!   streaks, the token's verdict) and the typed [`health::Failure`]; decisions read it, the
+//!   health metrics are rendered from it.
 //! - [`telemetry`]: the exporter's own metrics, on `prometheus-client`.
 //! - [`web_config`]: TLS, basic auth and headers from exporter-toolkit's file.
 //! - [`upstream`]: the API client (token, timeouts, body cap, retries) and the JSON it returns.
@@ -41,6 +44,7 @@ pub mod config;
 pub mod demo;
 pub mod exposition;
 pub mod file_watch;
+pub mod health;
 pub mod logging;
 pub mod model;
 pub mod poll;

@@ -2,7 +2,9 @@
 //! in whole so that a scrape never sees half of a poll.
 //!
 //! A [`ListPart`] is one list rendered once; a [`Snapshot`] holds both lists' parts with the
-//! body assembled from them, and its gzip form made on first demand.
+//! body assembled from them, and its gzip form made on first demand. A whole exposition is the
+//! snapshot's body followed by the [`live`] part, the exporter's own families encoded per
+//! scrape.
 
 use std::sync::{Arc, OnceLock};
 
@@ -10,9 +12,39 @@ use bytes::Bytes;
 
 use crate::exposition::assets::{self, ListSamples};
 use crate::exposition::gzip::GzipPrefix;
-use crate::exposition::{Format, Rendered};
+use crate::exposition::{Format, Rendered, openmetrics_to_text};
 use crate::model::{Asset, AssetSet, Reports, worst_first};
+use crate::telemetry::{ProcessMetrics, Telemetry};
 use crate::vocabulary::{Kind, SndsColour};
+
+/// The live part of a scrape: an account's API metrics and the process metrics, each when
+/// given (and `# EOF` for OpenMetrics), which follows the snapshot's cached per-asset body.
+pub fn live(
+    account: Option<(&Telemetry, &Snapshot)>,
+    process: Option<&ProcessMetrics>,
+    format: Format,
+) -> Vec<u8> {
+    let mut openmetrics = String::with_capacity(8 * 1024);
+    if let Some((telemetry, snapshot)) = account {
+        let assets = Kind::ALL.map(|kind| snapshot.count(kind));
+        telemetry.encode(&mut openmetrics, assets);
+    }
+    if let Some(process) = process {
+        process.encode(&mut openmetrics);
+    }
+    match format {
+        Format::OpenMetrics => {
+            let mut live = openmetrics.into_bytes();
+            live.extend_from_slice(b"# EOF\n");
+            live
+        }
+        Format::Text => {
+            let mut live = Vec::with_capacity(openmetrics.len() + 1024);
+            openmetrics_to_text::convert(&openmetrics, &mut live);
+            live
+        }
+    }
+}
 
 /// Assets of each list kept for the landing page, worst first.
 pub const WORST_KEPT: usize = 100;
@@ -118,6 +150,19 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
+    /// The whole exposition of one account in one format, as one buffer (`--once`, tests):
+    /// this body, then the account's API metrics and, when given, the process metrics.
+    pub fn exposition(
+        &self,
+        telemetry: &Telemetry,
+        process: Option<&ProcessMetrics>,
+        format: Format,
+    ) -> Vec<u8> {
+        let mut body = self.rendered.to_vec(format);
+        body.extend_from_slice(&live(Some((telemetry, self)), process, format));
+        body
+    }
+
     /// Builds a snapshot from rendered lists: their samples are shared, not copied; only the
     /// report families are rendered here.
     pub fn build(

@@ -20,10 +20,10 @@ use tracing::warn;
 use crate::accounts::{AccountError, Accounts, Upstreams};
 use crate::config::Config;
 use crate::config::cli::BackfillArgs;
-use crate::model::AssetSet;
+use crate::poll::fetch_list;
 use crate::telemetry::Telemetry;
-use crate::upstream::dto::{self, AssetReport};
-use crate::upstream::{Client, FetchError, asset_path};
+use crate::upstream::dto::AssetReport;
+use crate::upstream::{Client, FetchError};
 use crate::vocabulary::{Endpoint, Kind, parse_duration};
 pub use history::{History, Window};
 use output::{Output, Written};
@@ -203,9 +203,9 @@ pub async fn run(
     let mut summary = Summary::default();
     let mut reports = futures_util::stream::iter(targets)
         .map(|(kind, name)| {
-            let (client, telemetry) = (&client, &telemetry);
+            let client = &client;
             async move {
-                let report = report(config, client, telemetry, &name).await;
+                let report = report(client, &name).await;
                 (kind, name, report)
             }
         })
@@ -222,9 +222,7 @@ pub async fn run(
             Err(error) => {
                 warn!(asset = %name, error = %error, "skipped: no history written for this asset");
                 match error {
-                    FetchError::Status { status, .. } if status.as_u16() == 404 => {
-                        summary.not_found.push(name);
-                    }
+                    error if error.is_not_found() => summary.not_found.push(name),
                     FetchError::Rejected(_) => summary.refused.push(name),
                     _ => summary.failed.push(name),
                 }
@@ -240,60 +238,28 @@ pub async fn run(
     Ok(summary)
 }
 
-/// The asset names of one list, with the daemon's retries.
+/// The asset names of one list, fetched as the poller fetches it.
 async fn list(
     config: &Config,
     client: &Client,
     telemetry: &Telemetry,
     kind: Kind,
 ) -> Result<Vec<String>, BackfillError> {
-    let endpoint = Endpoint::list(kind);
+    let deadline = Instant::now() + client.retry_policy().max_elapsed;
     let max_labels = config.max_labels_per_asset;
-    let decoded = config
-        .retry
-        .run(
-            endpoint,
-            Instant::now() + config.retry.max_elapsed,
-            telemetry,
-            || {
-                client.get(endpoint, endpoint.path(), |body| {
-                    let decoded = AssetSet::decode(body, kind, max_labels)?;
-                    decoded.refusal().map_or(Ok(decoded), Err)
-                })
-            },
-            |_, _| {},
-        )
+    let decoded = fetch_list(client, telemetry, kind, max_labels, deadline, |_, _| {})
         .await
         .map_err(|error| BackfillError::List {
-            endpoint: endpoint.label(),
+            endpoint: Endpoint::list(kind).label(),
             error,
         })?;
     Ok(decoded.set.assets.into_iter().map(|a| a.name).collect())
 }
 
 /// One asset's report, with the daemon's retries and `Retry-After`.
-async fn report(
-    config: &Config,
-    client: &Client,
-    telemetry: &Telemetry,
-    name: &str,
-) -> Result<AssetReport, FetchError> {
-    let Some(path) = asset_path(name) else {
-        return Err(FetchError::Connect(format!(
-            "`{name}` cannot be requested as one path segment"
-        )));
-    };
-    let deadline = Instant::now() + config.retry.max_elapsed + Duration::from_secs(1);
-    config
-        .retry
-        .run(
-            Endpoint::Asset,
-            deadline,
-            telemetry,
-            || client.get(Endpoint::Asset, &path, dto::decode::<AssetReport>),
-            |_, _| {},
-        )
-        .await
+async fn report(client: &Client, name: &str) -> Result<AssetReport, FetchError> {
+    let deadline = Instant::now() + client.retry_policy().max_elapsed + Duration::from_secs(1);
+    client.report(name, deadline, |_, _| {}).await
 }
 
 #[cfg(test)]

@@ -66,13 +66,17 @@ impl Samples<'_> {
 
 const fn family(
     name: &'static str,
-    kind: MetricType,
+    metric_type: MetricType,
     label: Option<&'static str>,
     source: Source,
     help: &'static str,
 ) -> AssetFamily {
     AssetFamily {
-        family: Family { name, help, kind },
+        family: Family {
+            name,
+            help,
+            metric_type,
+        },
         label,
         source,
     }

@@ -14,6 +14,14 @@ use bytes::Bytes;
 use flate2::Compression;
 use flate2::write::DeflateEncoder;
 
+/// Whether an `Accept-Encoding` header allows gzip (`gzip`, `x-gzip` or `*` with q > 0).
+pub fn accepted(accept_encoding: Option<&str>) -> bool {
+    accept_encoding.is_some_and(|value| {
+        super::weighted(value)
+            .any(|(name, q)| matches!(name.as_str(), "gzip" | "x-gzip" | "*") && q > 0.0)
+    })
+}
+
 /// gzip member header: magic, deflate, no flags, no time, no extra flags, unknown OS.
 const HEADER: [u8; 10] = [0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff];
 

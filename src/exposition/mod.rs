@@ -9,11 +9,11 @@
 //!
 //! `prometheus-client` is not used for the per-asset families: it has no stateset type and no
 //! 0.0.4 encoder, and those bodies are written straight from the snapshot, once per poll. It
-//! does hold the exporter's own families, whose 0.0.4 form [`text`] derives.
+//! does hold the exporter's own families, whose 0.0.4 form [`openmetrics_to_text`] derives.
 
 pub mod assets;
 pub mod gzip;
-pub mod text;
+pub mod openmetrics_to_text;
 
 use bytes::Bytes;
 
@@ -46,13 +46,7 @@ impl Format {
         };
         let mut openmetrics = 0.0_f32;
         let mut text = 0.0_f32;
-        for range in accept.split(',') {
-            let mut parts = range.split(';');
-            let media = parts.next().unwrap_or("").trim().to_ascii_lowercase();
-            let quality = parts
-                .filter_map(|p| p.trim().strip_prefix("q="))
-                .find_map(|q| q.trim().parse::<f32>().ok())
-                .unwrap_or(1.0);
+        for (media, quality) in weighted(accept) {
             match media.as_str() {
                 "application/openmetrics-text" => openmetrics = openmetrics.max(quality),
                 "text/plain" | "text/*" | "*/*" => text = text.max(quality),
@@ -65,6 +59,20 @@ impl Format {
             Format::Text
         }
     }
+}
+
+/// The items of an `Accept` or `Accept-Encoding` header, each lower-cased with its quality
+/// (`q=`, 1 when not given): `text/plain;q=0.5, gzip` gives `("text/plain", 0.5)`, `("gzip", 1)`.
+pub fn weighted(header: &str) -> impl Iterator<Item = (String, f32)> + '_ {
+    header.split(',').map(|item| {
+        let mut parts = item.split(';');
+        let name = parts.next().unwrap_or("").trim().to_ascii_lowercase();
+        let quality = parts
+            .filter_map(|p| p.trim().strip_prefix("q="))
+            .find_map(|q| q.trim().parse::<f32>().ok())
+            .unwrap_or(1.0);
+        (name, quality)
+    })
 }
 
 /// The type of a metric family.
@@ -91,13 +99,13 @@ pub struct Family {
     /// HELP text.
     pub help: &'static str,
     /// Type.
-    pub kind: MetricType,
+    pub metric_type: MetricType,
 }
 
 impl Family {
     /// The name in the `# TYPE` and `# HELP` lines of this format.
     fn header_name(&self, format: Format) -> &'static str {
-        let suffix = match (format, self.kind) {
+        let suffix = match (format, self.metric_type) {
             (Format::OpenMetrics, MetricType::Counter) => "_total",
             (Format::OpenMetrics, MetricType::Info) => "_info",
             _ => "",
@@ -106,43 +114,13 @@ impl Family {
     }
 
     fn type_name(&self, format: Format) -> &'static str {
-        match (format, self.kind) {
+        match (format, self.metric_type) {
             (_, MetricType::Gauge) => "gauge",
             (_, MetricType::Counter) => "counter",
             (_, MetricType::Histogram) => "histogram",
             (Format::OpenMetrics, MetricType::Info) => "info",
             (Format::OpenMetrics, MetricType::StateSet) => "stateset",
             (Format::Text, MetricType::Info | MetricType::StateSet) => "gauge",
-        }
-    }
-}
-
-/// Writes families and samples in one format into a buffer: the live part of a scrape.
-pub struct Writer<'a> {
-    format: Format,
-    out: &'a mut Vec<u8>,
-}
-
-impl<'a> Writer<'a> {
-    /// A writer appending to `out`.
-    pub fn new(format: Format, out: &'a mut Vec<u8>) -> Self {
-        Writer { format, out }
-    }
-
-    /// Writes the `# HELP` and `# TYPE` lines that open a family.
-    pub fn family(&mut self, family: &Family) {
-        write_header(self.out, self.format, family);
-    }
-
-    /// Writes one sample line: `name{labels} value`.
-    pub fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: f64) {
-        write_sample(self.out, name, labels, value);
-    }
-
-    /// Ends the exposition (`# EOF` in OpenMetrics, nothing in 0.0.4).
-    pub fn finish(self) {
-        if self.format == Format::OpenMetrics {
-            self.out.extend_from_slice(b"# EOF\n");
         }
     }
 }
@@ -334,21 +312,22 @@ mod tests {
     const COUNTER: Family = Family {
         name: "x_requests_total",
         help: "Requests \"made\" \\ counted.",
-        kind: MetricType::Counter,
+        metric_type: MetricType::Counter,
     };
     const INFO: Family = Family {
         name: "x_build_info",
         help: "Build.",
-        kind: MetricType::Info,
+        metric_type: MetricType::Info,
     };
 
     fn render(format: Format, families: &[Family]) -> String {
         let mut out = Vec::new();
-        let mut writer = Writer::new(format, &mut out);
         for family in families {
-            writer.family(family);
+            write_header(&mut out, format, family);
         }
-        writer.finish();
+        if format == Format::OpenMetrics {
+            out.extend_from_slice(b"# EOF\n");
+        }
         String::from_utf8(out).unwrap()
     }
 
@@ -374,13 +353,10 @@ mod tests {
     #[test]
     fn label_values_are_escaped_and_values_written_exactly() {
         let mut out = Vec::new();
-        let mut writer = Writer::new(Format::Text, &mut out);
-        writer.sample("m", &[("a", "q\"b\\n\né")], 1.5);
-        writer.sample("m", &[], 42.0);
-        writer.sample("m", &[], f64::INFINITY);
-        writer.sample("m", &[], -0.25);
-        writer.sample("m", &[], 1e21);
-        writer.sample("m", &[], 1.5e-7);
+        write_sample(&mut out, "m", &[("a", "q\"b\\n\né")], 1.5);
+        for value in [42.0, f64::INFINITY, -0.25, 1e21, 1.5e-7] {
+            write_sample(&mut out, "m", &[], value);
+        }
         assert_eq!(
             String::from_utf8(out).unwrap(),
             "m{a=\"q\\\"b\\\\n\\né\"} 1.5\nm 42\nm +Inf\nm -0.25\nm 1e21\nm 1.5e-7\n"
@@ -415,12 +391,11 @@ mod tests {
             (Format::Text, &mut expected_text),
             (Format::OpenMetrics, &mut expected_om),
         ] {
-            let mut w = Writer::new(format, out);
-            w.family(&COUNTER);
-            w.sample("x_requests_total", &[("code", "200")], 3.0);
-            w.family(&INFO);
-            w.family(&COUNTER);
-            w.sample("x_requests_total", &[], 1.0);
+            write_header(out, format, &COUNTER);
+            write_sample(out, "x_requests_total", &[("code", "200")], 3.0);
+            write_header(out, format, &INFO);
+            write_header(out, format, &COUNTER);
+            write_sample(out, "x_requests_total", &[], 1.0);
         }
         assert_eq!(text, String::from_utf8(expected_text).unwrap());
         assert_eq!(om, String::from_utf8(expected_om).unwrap());

@@ -7,18 +7,17 @@
 //! are dropped (the loop wakes for that too). A cycle is never started while the previous one
 //! runs.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::time::Instant;
 use tracing::{debug, error, info, warn};
 
+use crate::health::{Failure, Health, unix_now};
 use crate::model::{AssetSet, DecodedAssets};
 use crate::store::Store;
 use crate::telemetry::Telemetry;
 use crate::upstream::dto::{self, DecodeError, Rejected, SystemStatus, User};
-use crate::upstream::retry::RetryPolicy;
 use crate::upstream::{Client, FetchError};
 use crate::vocabulary::{Endpoint, Kind, Unrecognized};
 
@@ -33,27 +32,12 @@ pub const USER_INTERVAL: Duration = Duration::from_secs(3600);
 pub struct Poller {
     client: Client,
     telemetry: Arc<Telemetry>,
+    /// What the polls found out about the API; the log lines read its streaks.
+    health: Arc<Health>,
     store: Arc<Store>,
     interval: Duration,
-    retry: RetryPolicy,
     /// Most host names kept per asset (`metrics.max_labels_per_asset`).
     max_labels: usize,
-    /// Where each endpoint is in a failing streak, so that a streak is logged when it starts
-    /// and ends, not at every retry. A std mutex, never held across an `.await`.
-    streaks: Arc<Mutex<HashMap<Endpoint, Streak>>>,
-}
-
-/// Where an endpoint stands, for its log lines: a line is written when this changes, not at
-/// every poll of a failing streak.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Streak {
-    /// Its last request succeeded (or none was made yet).
-    Fine,
-    /// Failing since this poll began, and being retried.
-    Retrying,
-    /// Failing, with this kind of failure ([`FetchError::class`]), and given up until the
-    /// next poll; the polls after it stay in this streak while they fail the same way.
-    GaveUp(String),
 }
 
 /// One cycle's bounds: when its retries must stop, and when the next cycle begins (`None`
@@ -65,23 +49,23 @@ struct Cycle {
 }
 
 impl Poller {
-    /// A poller of this client every `interval`, retrying transient failures by `retry`.
+    /// A poller of this client every `interval`, retrying transient failures by the client's
+    /// policy.
     pub fn new(
         client: Client,
         telemetry: Arc<Telemetry>,
+        health: Arc<Health>,
         store: Arc<Store>,
         interval: Duration,
-        retry: RetryPolicy,
         max_labels: usize,
     ) -> Self {
         Poller {
             client,
             telemetry,
+            health,
             store,
             interval,
-            retry,
             max_labels,
-            streaks: Arc::default(),
         }
     }
 
@@ -98,8 +82,7 @@ impl Poller {
             };
             let outcome = self.cycle(with_user, cycle).await;
             let wait = due.saturating_duration_since(Instant::now());
-            self.telemetry
-                .next_poll_at(crate::telemetry::unix_now() + wait.as_secs_f64());
+            self.health.set_next_poll(unix_now() + wait.as_secs_f64());
             // `user` is asked hourly once it has answered; until then, every cycle.
             if with_user && outcome.user {
                 next_user = started + USER_INTERVAL;
@@ -143,7 +126,7 @@ impl Poller {
             self.poll_system(cycle),
             user
         );
-        self.telemetry.poll_duration(started.elapsed());
+        self.health.set_poll_duration(started.elapsed());
         self.store.cycle_ended();
         Outcome {
             all: ips && domains && system && user,
@@ -151,24 +134,29 @@ impl Poller {
         }
     }
 
-    /// Fetches one endpoint, retrying transient failures until the cycle's deadline at the
-    /// latest.
-    async fn fetch<T>(
+    /// GETs one endpoint with this decoding, retrying transient failures until the cycle's
+    /// deadline at the latest.
+    async fn get<T>(
         &self,
         endpoint: Endpoint,
         cycle: Cycle,
         decode: impl Fn(&[u8]) -> Result<T, DecodeError>,
     ) -> Result<T, FetchError> {
+        let on_retry = |error: &FetchError, delay| self.retrying(endpoint, error, delay);
         let result = self
-            .retry
-            .run(
-                endpoint,
-                cycle.deadline,
-                &self.telemetry,
-                || self.client.get(endpoint, endpoint.path(), &decode),
-                |error, delay| self.retrying(endpoint, error, delay),
-            )
+            .client
+            .call(endpoint, endpoint.path(), cycle.deadline, decode, on_retry)
             .await;
+        self.settled(endpoint, cycle, result)
+    }
+
+    /// Says when a failing streak gives up and when it ends.
+    fn settled<T>(
+        &self,
+        endpoint: Endpoint,
+        cycle: Cycle,
+        result: Result<T, FetchError>,
+    ) -> Result<T, FetchError> {
         match &result {
             Ok(_) => self.recovered(endpoint),
             Err(error) if error.is_transient() => self.gave_up(endpoint, error, cycle),
@@ -177,27 +165,11 @@ impl Poller {
         result
     }
 
-    /// The endpoint's state before this change, and the new one in its place.
-    fn streak(&self, endpoint: Endpoint, new: Streak) -> Streak {
-        let mut streaks = self.streaks.lock().unwrap_or_else(|e| e.into_inner());
-        streaks.insert(endpoint, new).unwrap_or(Streak::Fine)
-    }
-
     /// A failure about to be retried: said at once when it starts a failing streak, then
     /// quiet until the streak ends (retries themselves are debug). A poll's retries within a
     /// streak that already gave up stay in it.
     fn retrying(&self, endpoint: Endpoint, error: &FetchError, delay: Duration) {
-        let before = {
-            let mut streaks = self.streaks.lock().unwrap_or_else(|e| e.into_inner());
-            let state = streaks.entry(endpoint).or_insert(Streak::Fine);
-            if *state == Streak::Fine {
-                *state = Streak::Retrying;
-                Streak::Fine
-            } else {
-                state.clone()
-            }
-        };
-        if before == Streak::Fine {
+        if self.health.retrying(endpoint) {
             warn!(
                 endpoint = endpoint.label(),
                 error = %error,
@@ -210,8 +182,7 @@ impl Poller {
     /// Retries of a transient failure ran out: said once per failing streak (and again when
     /// the kind of failure changes).
     fn gave_up(&self, endpoint: Endpoint, error: &FetchError, cycle: Cycle) {
-        let class = error.class();
-        if self.streak(endpoint, Streak::GaveUp(class.clone())) == Streak::GaveUp(class) {
+        if !self.health.gave_up(endpoint, error.failure()) {
             return;
         }
         let served = self.what_is_served(endpoint);
@@ -232,19 +203,14 @@ impl Poller {
 
     /// A success: said when it ends a failing streak.
     fn recovered(&self, endpoint: Endpoint) {
-        if self.streak(endpoint, Streak::Fine) != Streak::Fine {
+        if self.health.recovered(endpoint) {
             info!(endpoint = endpoint.label(), "the endpoint answers again");
         }
     }
 
     /// What a failing endpoint leaves on `/metrics`, for the log lines.
     fn what_is_served(&self, endpoint: Endpoint) -> &'static str {
-        let had_values = self
-            .telemetry
-            .health()
-            .iter()
-            .any(|h| h.endpoint == endpoint && h.last_success.is_some());
-        if had_values {
+        if self.health.endpoint(endpoint).last_success.is_some() {
             "the last good values stay served until metrics.max_age"
         } else {
             "it has given no values yet"
@@ -254,21 +220,18 @@ impl Poller {
     async fn poll_list(&self, kind: Kind, cycle: Cycle) -> bool {
         let endpoint = Endpoint::list(kind);
         let fetched = Instant::now();
-        let decoded = match self
-            .fetch(endpoint, cycle, |body| {
-                let decoded = AssetSet::decode(body, kind, self.max_labels)?;
-                match decoded.refusal() {
-                    None => Ok(decoded),
-                    Some(refused) => {
-                        // Counted here: a refused list never reaches the code below.
-                        self.telemetry
-                            .unrecognized(rejected_counts(&decoded.rejected));
-                        Err(refused)
-                    }
-                }
-            })
-            .await
-        {
+        let on_retry = |error: &FetchError, delay| self.retrying(endpoint, error, delay);
+        let (client, telemetry) = (&self.client, &self.telemetry);
+        let result = fetch_list(
+            client,
+            telemetry,
+            kind,
+            self.max_labels,
+            cycle.deadline,
+            on_retry,
+        )
+        .await;
+        let decoded = match self.settled(endpoint, cycle, result) {
             Ok(decoded) => decoded,
             Err(e) => return self.failed(endpoint, &e),
         };
@@ -306,7 +269,7 @@ impl Poller {
             Err(e) if e.is_cancelled() => return false,
             Err(e) => {
                 error!(endpoint = endpoint.label(), error = %e, "rendering the list failed");
-                self.telemetry.failed(endpoint, "rendering failed".into());
+                self.health.polled(endpoint, Err(Failure::Rendering));
                 return false;
             }
         }
@@ -318,16 +281,13 @@ impl Poller {
                  reputation_unrecognized_values_total and gives no sample"
             );
         }
-        self.telemetry.polled(endpoint, true);
+        self.health.polled(endpoint, Ok(()));
         true
     }
 
     async fn poll_system(&self, cycle: Cycle) -> bool {
         let endpoint = Endpoint::SystemCheck;
-        match self
-            .fetch(endpoint, cycle, dto::decode::<SystemStatus>)
-            .await
-        {
+        match self.get(endpoint, cycle, dto::decode::<SystemStatus>).await {
             Ok(status) => {
                 let ok = status.status.eq_ignore_ascii_case("ok");
                 if !ok {
@@ -337,12 +297,12 @@ impl Poller {
                         "the API reports that it is not operational"
                     );
                 }
-                self.telemetry.system_ok(ok);
-                self.telemetry.polled(endpoint, true);
+                self.health.set_system_ok(ok);
+                self.health.polled(endpoint, Ok(()));
                 true
             }
             Err(e) => {
-                self.telemetry.system_ok(false);
+                self.health.set_system_ok(false);
                 self.failed(endpoint, &e)
             }
         }
@@ -350,11 +310,11 @@ impl Poller {
 
     async fn poll_user(&self, cycle: Cycle) -> bool {
         let endpoint = Endpoint::User;
-        match self.fetch(endpoint, cycle, dto::decode::<User>).await {
+        match self.get(endpoint, cycle, dto::decode::<User>).await {
             Ok(user) => {
                 info!(user_id = %user.id.0, project_id = %user.project_id.0, "API account");
                 self.telemetry.account(user.id.0, user.project_id.0);
-                self.telemetry.polled(endpoint, true);
+                self.health.polled(endpoint, Ok(()));
                 true
             }
             Err(e) => self.failed(endpoint, &e),
@@ -365,12 +325,8 @@ impl Poller {
     /// streak or changes its kind (a retried one was, when its streak began and when retrying
     /// gave up).
     fn failed(&self, endpoint: Endpoint, error: &FetchError) -> bool {
-        let class = error.class();
-        self.telemetry.failed(endpoint, class.clone());
-        if error.is_transient() {
-            return false;
-        }
-        if self.streak(endpoint, Streak::GaveUp(class.clone())) == Streak::GaveUp(class) {
+        self.health.polled(endpoint, Err(error.failure()));
+        if error.is_transient() || !self.health.gave_up(endpoint, error.failure()) {
             return false;
         }
         let served = self.what_is_served(endpoint);
@@ -392,6 +348,34 @@ impl Poller {
         }
         false
     }
+}
+
+/// One list, by [`Client::call`], decoded with the refusal rule: a list whose unusable items
+/// outnumber its usable ones fails like a bad body (its rejected items counted in
+/// `reputation_unrecognized_values_total`). The poller and `backfill` both fetch lists so.
+pub async fn fetch_list(
+    client: &Client,
+    telemetry: &Telemetry,
+    kind: Kind,
+    max_labels: usize,
+    deadline: Instant,
+    on_retry: impl FnMut(&FetchError, Duration),
+) -> Result<DecodedAssets, FetchError> {
+    let endpoint = Endpoint::list(kind);
+    let decode = |body: &[u8]| {
+        let decoded = AssetSet::decode(body, kind, max_labels)?;
+        match decoded.refusal() {
+            None => Ok(decoded),
+            Some(refused) => {
+                // Counted here: a refused list never reaches its caller.
+                telemetry.unrecognized(rejected_counts(&decoded.rejected));
+                Err(refused)
+            }
+        }
+    };
+    client
+        .call(endpoint, endpoint.path(), deadline, decode, on_retry)
+        .await
 }
 
 /// What one cycle achieved.

@@ -21,13 +21,12 @@ use tokio::time::Instant;
 use tracing::{debug, info, warn};
 
 use super::selection::Selection;
+use crate::health::{Failure, Health, tally};
 use crate::model::Report;
 use crate::store::Store;
 use crate::telemetry::Telemetry;
-use crate::upstream::dto::{self, AssetReport};
-use crate::upstream::retry::RetryPolicy;
-use crate::upstream::{Client, FetchError, asset_path};
-use crate::vocabulary::{Endpoint, Kind};
+use crate::upstream::Client;
+use crate::vocabulary::Kind;
 
 /// Reports that arrived are published at least this often during a round...
 const PUBLISH_AT_LEAST_EVERY: Duration = Duration::from_secs(10);
@@ -56,8 +55,8 @@ pub struct ReportSchedule {
 pub struct ReportPoller {
     client: Client,
     telemetry: Arc<Telemetry>,
+    health: Arc<Health>,
     store: Arc<Store>,
-    retry: RetryPolicy,
     interval: Duration,
     concurrency: usize,
     selection: Selection,
@@ -70,8 +69,8 @@ enum Outcome {
     Report(Report),
     /// 404: the API no longer knows the asset; its report series go.
     Gone,
-    /// Failed after retries, with the kind of failure ([`FetchError::class`]).
-    Failed(String),
+    /// Failed after retries, with the kind of failure.
+    Failed(Failure),
 }
 
 impl ReportPoller {
@@ -79,15 +78,15 @@ impl ReportPoller {
     pub fn new(
         client: Client,
         telemetry: Arc<Telemetry>,
+        health: Arc<Health>,
         store: Arc<Store>,
-        retry: RetryPolicy,
         schedule: ReportSchedule,
     ) -> Self {
         ReportPoller {
             client,
             telemetry,
+            health,
             store,
-            retry,
             interval: schedule.interval,
             concurrency: schedule.concurrency,
             selection: schedule.selection,
@@ -163,7 +162,7 @@ impl ReportPoller {
 
         let mut batch = Vec::new();
         let (mut fetched, mut gone) = (0usize, 0usize);
-        let mut failures: BTreeMap<String, usize> = BTreeMap::new();
+        let mut failures: BTreeMap<Failure, usize> = BTreeMap::new();
         let mut last_publish = Instant::now();
         let mut publish_every = PUBLISH_AT_MOST_EVERY;
         // At most one rebuild at a time, and never waited for while requests can start.
@@ -178,7 +177,7 @@ impl ReportPoller {
                     gone += 1;
                     batch.push((kind, name, None));
                 }
-                Outcome::Failed(class) => *failures.entry(class).or_default() += 1,
+                Outcome::Failed(failure) => *failures.entry(failure).or_default() += 1,
             }
             let idle = publishing.as_ref().is_none_or(JoinHandle::is_finished);
             if !batch.is_empty() && idle && last_publish.elapsed() >= publish_every {
@@ -197,11 +196,7 @@ impl ReportPoller {
         }
         let failed: usize = failures.values().sum();
         let took = format!("{:.1}s", started.elapsed().as_secs_f64());
-        let why = failures
-            .iter()
-            .map(|(class, n)| format!("{class}={n}"))
-            .collect::<Vec<_>>()
-            .join(", ");
+        let why = tally(&failures);
         if failed == 0 {
             info!(
                 assets,
@@ -223,8 +218,7 @@ impl ReportPoller {
                  until metrics.max_age"
             );
         }
-        let failure = (failed > 0).then(|| format!("{failed} of {assets} reports failed ({why})"));
-        self.telemetry.round_ended(fetched + gone, failure);
+        self.health.round_ended(assets, fetched + gone, failures);
         failed == 0
     }
 
@@ -241,42 +235,27 @@ impl ReportPoller {
     }
 
     async fn fetch(&self, name: &str, due: Instant, pause: &Pause) -> Outcome {
-        let Some(path) = asset_path(name) else {
-            warn!(
-                asset = name,
-                "an asset with this name cannot be requested; skipped"
-            );
-            return Outcome::Failed("name not requestable".into());
-        };
-        let zone = &self.zone;
         let result = self
-            .retry
-            .run(
-                Endpoint::Asset,
-                due,
-                &self.telemetry,
-                || {
-                    self.client.get(Endpoint::Asset, &path, |body| {
-                        let dto: AssetReport = dto::decode(body)?;
-                        let mut unrecognized = Vec::new();
-                        let report =
-                            Report::from_dto(dto, name, zone, self.max_labels, &mut unrecognized);
-                        Ok((report, unrecognized))
-                    })
-                },
-                |error, delay| {
-                    if error.is_rate_limit() {
-                        pause.until(Instant::now() + delay);
-                    }
-                },
-            )
+            .client
+            .report(name, due, |error, delay| {
+                if error.is_rate_limit() {
+                    pause.until(Instant::now() + delay);
+                }
+            })
             .await;
-        self.telemetry.report_answered(
-            result.is_ok()
-                || matches!(&result, Err(FetchError::Status { status, .. }) if status.as_u16() == 404),
-        );
+        match &result {
+            Ok(_) => self.health.report_answered(true),
+            Err(e) => match e.failure() {
+                // No request was made: the API's health is not in question.
+                Failure::NotRequestable => {}
+                _ => self.health.report_answered(e.is_not_found()),
+            },
+        }
         match result {
-            Ok((report, unrecognized)) => {
+            Ok(dto) => {
+                let mut unrecognized = Vec::new();
+                let report =
+                    Report::from_dto(dto, name, &self.zone, self.max_labels, &mut unrecognized);
                 for value in self.telemetry.unrecognized(unrecognized) {
                     warn!(
                         asset = name,
@@ -287,7 +266,7 @@ impl ReportPoller {
                 }
                 Outcome::Report(report)
             }
-            Err(FetchError::Status { status, .. }) if status.as_u16() == 404 => {
+            Err(error) if error.is_not_found() => {
                 debug!(
                     asset = name,
                     "the API does not know this asset (404); its report series go"
@@ -295,8 +274,15 @@ impl ReportPoller {
                 Outcome::Gone
             }
             Err(error) => {
-                debug!(asset = name, error = %error, "asset report failed");
-                Outcome::Failed(error.class())
+                if error.failure() == Failure::NotRequestable {
+                    warn!(
+                        asset = name,
+                        "an asset with this name cannot be requested; skipped"
+                    );
+                } else {
+                    debug!(asset = name, error = %error, "asset report failed");
+                }
+                Outcome::Failed(error.failure())
             }
         }
     }

@@ -10,8 +10,8 @@ use axum::response::{Html, IntoResponse as _, Response};
 
 use super::AppState;
 use crate::accounts::{Account, Accounts};
+use crate::health::unix_now;
 use crate::snapshot::{LOW_SCORE, Snapshot, WORST_KEPT};
-use crate::telemetry::unix_now;
 use crate::vocabulary::{Endpoint, Kind, SndsColour, spoken_duration};
 
 /// Assets listed on the landing page; the rest are in `/metrics`.
@@ -101,7 +101,7 @@ fn spoken(seconds: f64) -> String {
 /// When the lists are polled, and when next.
 fn schedule(account: &Account) -> String {
     let every = spoken(account.poll_interval().as_secs_f64());
-    match account.telemetry.next_poll() {
+    match account.health.next_poll() {
         Some(at) => format!(
             "The lists are polled every {every}; the next poll is due in {}.",
             spoken(at - unix_now())
@@ -128,7 +128,6 @@ fn no_data(account: &Account) -> String {
 /// One account's page: what the single-account exporter shows at `/`, and `/?account=NAME`.
 fn account_page(state: &AppState, account: &Account) -> String {
     let snapshot = account.store.current();
-    let telemetry = &account.telemetry;
     let mut page = head();
     let version = env!("CARGO_PKG_VERSION");
     let path = escape(&state.telemetry_path);
@@ -189,19 +188,19 @@ fn account_page(state: &AppState, account: &Account) -> String {
     );
     let now = unix_now();
     let ago = |t: Option<f64>| t.map_or("never".to_owned(), |t| format!("{} ago", spoken(now - t)));
-    for health in telemetry.health() {
-        let (class, state) = match (&health.error, health.up, health.last_tried) {
+    for (endpoint, health) in account.health.all() {
+        let (class, state) = match (health.why(), health.up, health.last_attempt) {
             (_, _, None) => ("warn", "not polled yet".to_owned()),
-            (_, true, Some(_)) => ("good", "ok".to_owned()),
-            (Some(error), false, Some(_)) => ("bad", format!("failed: {}", escape(error))),
-            (None, false, Some(_)) => ("bad", "failed".to_owned()),
+            (_, Some(true), Some(_)) => ("good", "ok".to_owned()),
+            (Some(why), _, Some(_)) => ("bad", format!("failed: {}", escape(&why))),
+            (None, _, Some(_)) => ("bad", "failed".to_owned()),
         };
         let _ = write!(
             page,
             "<tr><td>{}</td><td class=\"{class}\">{state}</td><td class=\"num\">{}</td>\
              <td class=\"num\">{}</td></tr>",
-            health.endpoint.label(),
-            ago(health.last_tried),
+            endpoint.label(),
+            ago(health.last_attempt),
             ago(health.last_success),
         );
     }
@@ -320,7 +319,7 @@ fn accounts_page(state: &AppState, accounts: &Accounts) -> String {
             .iter()
             .map(|(endpoint, why)| format!("{}: {}", endpoint.label(), escape(why)))
             .collect();
-        let (class, lists) = if account.telemetry.up() {
+        let (class, lists) = if account.health.up() {
             ("good", "ok")
         } else if !account.polled() {
             ("warn", "not polled yet")
@@ -345,7 +344,7 @@ fn accounts_page(state: &AppState, accounts: &Accounts) -> String {
             format!("<td colspan=\"4\" class=\"warn\">{}</td>", no_data(account))
         };
         let next = account
-            .telemetry
+            .health
             .next_poll()
             .map_or("–".to_owned(), |at| spoken(at - unix_now()));
         let _ = write!(

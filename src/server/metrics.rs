@@ -11,66 +11,8 @@ use bytes::Bytes;
 
 use super::AppState;
 use super::body::Chunks;
-use crate::exposition::{Format, text};
-use crate::snapshot::Snapshot;
-use crate::telemetry::{ProcessMetrics, Telemetry};
-use crate::vocabulary::Kind;
-
-/// The live part of a scrape: an account's API metrics and the process metrics, each when
-/// given (and `# EOF` for OpenMetrics), which follows the snapshot's cached per-asset body.
-pub fn live(
-    account: Option<(&Telemetry, &Snapshot)>,
-    process: Option<&ProcessMetrics>,
-    format: Format,
-) -> Vec<u8> {
-    let mut openmetrics = String::with_capacity(8 * 1024);
-    if let Some((telemetry, snapshot)) = account {
-        let assets = Kind::ALL.map(|kind| snapshot.count(kind));
-        telemetry.encode(&mut openmetrics, assets);
-    }
-    if let Some(process) = process {
-        process.encode(&mut openmetrics);
-    }
-    match format {
-        Format::OpenMetrics => {
-            let mut live = openmetrics.into_bytes();
-            live.extend_from_slice(b"# EOF\n");
-            live
-        }
-        Format::Text => {
-            let mut live = Vec::with_capacity(openmetrics.len() + 1024);
-            text::from_openmetrics(&openmetrics, &mut live);
-            live
-        }
-    }
-}
-
-/// The whole exposition of one account in one format, as one buffer; with the process
-/// metrics when given.
-pub fn render(
-    snapshot: &Snapshot,
-    telemetry: &Telemetry,
-    process: Option<&ProcessMetrics>,
-    format: Format,
-) -> Vec<u8> {
-    let mut body = snapshot.rendered.to_vec(format);
-    body.extend_from_slice(&live(Some((telemetry, snapshot)), process, format));
-    body
-}
-
-/// Whether an `Accept-Encoding` header allows gzip (`gzip`, `x-gzip` or `*` with q > 0).
-fn accepts_gzip(accept_encoding: Option<&str>) -> bool {
-    accept_encoding.is_some_and(|value| {
-        value.split(',').any(|coding| {
-            let mut parts = coding.split(';');
-            let name = parts.next().unwrap_or("").trim().to_ascii_lowercase();
-            let refused = parts
-                .filter_map(|p| p.trim().strip_prefix("q="))
-                .any(|q| q.trim().parse::<f32>().is_ok_and(|q| q <= 0.0));
-            matches!(name.as_str(), "gzip" | "x-gzip" | "*") && !refused
-        })
-    })
-}
+use crate::exposition::{Format, gzip};
+use crate::snapshot::{Snapshot, live};
 
 /// The format an `Accept` header prefers, and whether `Accept-Encoding` allows gzip.
 fn negotiate(headers: &HeaderMap) -> (Format, bool) {
@@ -81,7 +23,7 @@ fn negotiate(headers: &HeaderMap) -> (Format, bool) {
     };
     (
         Format::negotiate(value(header::ACCEPT)),
-        accepts_gzip(value(header::ACCEPT_ENCODING)),
+        gzip::accepted(value(header::ACCEPT_ENCODING)),
     )
 }
 
@@ -177,19 +119,4 @@ async fn respond(
         Body::new(Chunks::new(chunks)),
     )
         .into_response()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn gzip_is_chosen_only_when_the_client_allows_it() {
-        assert!(accepts_gzip(Some("gzip")));
-        assert!(accepts_gzip(Some("deflate, gzip;q=0.5")));
-        assert!(accepts_gzip(Some("*")));
-        assert!(!accepts_gzip(Some("gzip;q=0")));
-        assert!(!accepts_gzip(Some("identity")));
-        assert!(!accepts_gzip(None));
-    }
 }

@@ -77,7 +77,7 @@ impl ProcessMetrics {
     pub fn config_applied(&self, applied: bool) {
         self.reload_ok.set(i64::from(applied));
         if applied {
-            self.reload_time.set(super::unix_now());
+            self.reload_time.set(crate::health::unix_now());
         }
     }
 

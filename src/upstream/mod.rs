@@ -1,7 +1,8 @@
 //! The API client: authentication, timeouts, the body-size cap, and the request metrics.
 //!
-//! [`Client::get`] makes exactly one request and classifies its outcome; retrying is the
-//! caller's decision (see [`retry`]), made on [`FetchError::is_transient`].
+//! [`Client::call`] is the one way to ask the API: one endpoint, its decoding, retries of
+//! transient failures ([`retry`], on [`FetchError::is_transient`]) until a deadline, and every
+//! request and retry counted. [`Client::report`] is that call for one asset's report.
 
 pub mod auth;
 pub mod date;
@@ -15,10 +16,12 @@ use bytes::{Bytes, BytesMut};
 use reqwest::header;
 use reqwest::{StatusCode, Url};
 
+use crate::health::{Failure, Health};
 use crate::telemetry::Telemetry;
 use crate::vocabulary::{Code, Endpoint, Secret};
 use auth::{Authorization, TokenError};
-use dto::DecodeError;
+use dto::{AssetReport, DecodeError};
+use retry::RetryPolicy;
 
 /// Why a request gave nothing usable. Messages never hold the token.
 #[derive(Debug, thiserror::Error)]
@@ -38,8 +41,13 @@ pub enum FetchError {
     #[error("no answer within {0:?} (api.timeout)")]
     Timeout(Duration),
     /// No connection, or the connection broke.
-    #[error("cannot reach the API: {0}")]
-    Connect(String),
+    #[error("cannot reach the API: {message}")]
+    Connect {
+        /// What went wrong, as the HTTP client says it.
+        message: String,
+        /// Whether the connection was refused (nothing listens at the address).
+        refused: bool,
+    },
     /// A redirect to another scheme, host or port, which is not followed: the token and the
     /// answer stay with the configured origin.
     #[error("the API redirected to another origin, {0}; not followed")]
@@ -50,6 +58,9 @@ pub enum FetchError {
     /// The body is not what the endpoint returns.
     #[error("the body is not valid: {0}")]
     Decode(#[from] DecodeError),
+    /// An asset whose name cannot be requested as one path segment.
+    #[error("`{0}` cannot be requested as one path segment")]
+    NotRequestable(String),
 }
 
 impl FetchError {
@@ -66,20 +77,26 @@ impl FetchError {
         }
     }
 
-    /// The kind of failure in a few words, for the landing page.
-    pub fn class(&self) -> String {
+    /// The kind of failure: what the landing page, the log's streaks and the `code` label
+    /// go by.
+    pub fn failure(&self) -> Failure {
         match self {
-            FetchError::Rejected(status) => format!("token rejected (HTTP {})", status.as_u16()),
-            FetchError::Status { status, .. } => format!("HTTP {}", status.as_u16()),
-            FetchError::Timeout(_) => "timeout".into(),
-            FetchError::Connect(message) if message.contains("refused") => {
-                "connection refused".into()
-            }
-            FetchError::Connect(_) => "cannot connect".into(),
-            FetchError::Redirect(_) => "redirect to another origin".into(),
-            FetchError::TooLarge(_) => "body too large".into(),
-            FetchError::Decode(_) => "bad body".into(),
+            FetchError::Rejected(status) => Failure::Rejected(status.as_u16()),
+            FetchError::Status { status, .. } => Failure::Status(status.as_u16()),
+            FetchError::Timeout(_) => Failure::Timeout,
+            FetchError::Connect { refused: true, .. } => Failure::Refused,
+            FetchError::Connect { .. } => Failure::Connect,
+            FetchError::Redirect(_) => Failure::Redirect,
+            FetchError::TooLarge(_) => Failure::TooLarge,
+            FetchError::Decode(_) => Failure::Decode,
+            FetchError::NotRequestable(_) => Failure::NotRequestable,
         }
+    }
+
+    /// Whether the API does not know what was asked for (404): for an asset report, the asset
+    /// is gone.
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, FetchError::Status { status, .. } if *status == StatusCode::NOT_FOUND)
     }
 
     /// Whether trying again soon may help: 5xx, 429, timeouts and connection errors.
@@ -89,11 +106,12 @@ impl FetchError {
             FetchError::Status { status, .. } => {
                 status.is_server_error() || *status == StatusCode::TOO_MANY_REQUESTS
             }
-            FetchError::Timeout(_) | FetchError::Connect(_) => true,
+            FetchError::Timeout(_) | FetchError::Connect { .. } => true,
             FetchError::Rejected(_)
             | FetchError::Redirect(_)
             | FetchError::TooLarge(_)
-            | FetchError::Decode(_) => false,
+            | FetchError::Decode(_)
+            | FetchError::NotRequestable(_) => false,
         }
     }
 }
@@ -140,7 +158,12 @@ pub struct Client {
     authorization: Arc<Authorization>,
     timeout: Duration,
     max_body_bytes: u64,
+    /// How transient failures are retried.
+    retry: RetryPolicy,
+    /// Where requests and retries are counted.
     telemetry: Arc<Telemetry>,
+    /// Where each answer's verdict on the token goes.
+    health: Arc<Health>,
 }
 
 /// What is needed to build a [`Client`].
@@ -156,6 +179,8 @@ pub struct ClientOptions {
     pub timeout: Duration,
     /// Largest body accepted.
     pub max_body_bytes: u64,
+    /// How transient failures are retried.
+    pub retry: RetryPolicy,
     /// Answers requests inside this process instead of over the network, when set.
     pub in_process: Option<InProcess>,
 }
@@ -163,7 +188,11 @@ pub struct ClientOptions {
 impl Client {
     /// Builds the client; fails only when the token cannot be a header value or TLS cannot be
     /// set up.
-    pub fn new(options: ClientOptions, telemetry: Arc<Telemetry>) -> Result<Client, ClientError> {
+    pub fn new(
+        options: ClientOptions,
+        telemetry: Arc<Telemetry>,
+        health: Arc<Health>,
+    ) -> Result<Client, ClientError> {
         // reqwest is built without a default crypto provider (ring instead of aws-lc, lighter to
         // build); installing it twice is harmless.
         let _ = rustls::crypto::ring::default_provider().install_default();
@@ -193,13 +222,71 @@ impl Client {
             authorization,
             timeout: options.timeout,
             max_body_bytes: options.max_body_bytes,
+            retry: options.retry,
             telemetry,
+            health,
         })
     }
 
-    /// GETs one endpoint and decodes its body, counting the request under the status it got, or
-    /// `decode` when the body was unusable, or `timeout` / `connect` when there was no answer.
-    pub async fn get<T>(
+    /// The same client with another retry policy (`--once`'s short round, or a test's).
+    pub fn with_retry(mut self, retry: RetryPolicy) -> Client {
+        self.retry = retry;
+        self
+    }
+
+    /// How transient failures are retried.
+    pub fn retry_policy(&self) -> RetryPolicy {
+        self.retry
+    }
+
+    /// GETs `path` of `endpoint` and decodes its body, retrying transient failures until they
+    /// succeed, `backoff.max_elapsed` has passed, or the next attempt would start after
+    /// `deadline`; `on_retry` hears of each failure that is retried, with the delay before the
+    /// next attempt. Returns the last error.
+    pub async fn call<T>(
+        &self,
+        endpoint: Endpoint,
+        path: &str,
+        deadline: tokio::time::Instant,
+        decode: impl Fn(&[u8]) -> Result<T, DecodeError>,
+        on_retry: impl FnMut(&FetchError, Duration),
+    ) -> Result<T, FetchError> {
+        self.retry
+            .run(
+                endpoint,
+                deadline,
+                &self.telemetry,
+                || self.get(endpoint, path, &decode),
+                on_retry,
+            )
+            .await
+    }
+
+    /// One asset's report, by [`Client::call`]; a name that cannot be one path segment is
+    /// refused without a request.
+    pub async fn report(
+        &self,
+        name: &str,
+        deadline: tokio::time::Instant,
+        on_retry: impl FnMut(&FetchError, Duration),
+    ) -> Result<AssetReport, FetchError> {
+        let Some(path) = asset_path(name) else {
+            return Err(FetchError::NotRequestable(name.to_owned()));
+        };
+        self.call(
+            Endpoint::Asset,
+            &path,
+            deadline,
+            dto::decode::<AssetReport>,
+            on_retry,
+        )
+        .await
+    }
+
+    /// GETs one endpoint once and decodes its body, counting the request under the status it
+    /// got, or `decode` when the body was unusable, or `timeout` / `connect` when there was no
+    /// answer.
+    async fn get<T>(
         &self,
         endpoint: Endpoint,
         path: &str,
@@ -212,14 +299,14 @@ impl Client {
                 Ok(value) => (Code::Status(200), Ok(value)),
                 Err(e) => (Code::Decode, Err(FetchError::Decode(e))),
             },
-            Err(e) => (code_of(&e), Err(e)),
+            Err(e) => (e.failure().code(), Err(e)),
         };
         self.telemetry.request(endpoint, code, started.elapsed());
-        match &result {
-            Err(FetchError::Rejected(_)) => self.telemetry.auth(endpoint, false),
-            Err(FetchError::Status { .. } | FetchError::Decode(_) | FetchError::TooLarge(_))
-            | Ok(_) => self.telemetry.auth(endpoint, true),
-            Err(FetchError::Timeout(_) | FetchError::Connect(_) | FetchError::Redirect(_)) => {}
+        match result.as_ref().map_err(FetchError::failure) {
+            Ok(_) => self.health.auth(endpoint, true),
+            Err(Failure::Rejected(_)) => self.health.auth(endpoint, false),
+            Err(failure) if failure.answered() => self.health.auth(endpoint, true),
+            Err(_) => {}
         }
         result
     }
@@ -288,7 +375,10 @@ impl Client {
             .header(header::AUTHORIZATION, self.authorization.current())
             .header(header::ACCEPT, "application/json")
             .body(axum::body::Body::empty())
-            .map_err(|e| FetchError::Connect(e.to_string()))?;
+            .map_err(|e| FetchError::Connect {
+                message: e.to_string(),
+                refused: false,
+            })?;
         let answer = async {
             let response = match service.clone().oneshot(request).await {
                 Ok(response) => response,
@@ -322,25 +412,17 @@ impl Client {
         }
         // reqwest's messages name the URL, which holds no secret; the header is never in them.
         let mut message = error.to_string();
+        let mut refused = false;
         let mut source = std::error::Error::source(&error);
         while let Some(cause) = source {
             message.push_str(": ");
             message.push_str(&cause.to_string());
+            refused |= cause
+                .downcast_ref::<std::io::Error>()
+                .is_some_and(|e| e.kind() == std::io::ErrorKind::ConnectionRefused);
             source = cause.source();
         }
-        FetchError::Connect(message)
-    }
-}
-
-fn code_of(error: &FetchError) -> Code {
-    match error {
-        FetchError::Rejected(status) | FetchError::Status { status, .. } => {
-            Code::Status(status.as_u16())
-        }
-        FetchError::Timeout(_) => Code::Timeout,
-        FetchError::Connect(_) => Code::Connect,
-        FetchError::Redirect(_) => Code::Redirect,
-        FetchError::TooLarge(_) | FetchError::Decode(_) => Code::Decode,
+        FetchError::Connect { message, refused }
     }
 }
 

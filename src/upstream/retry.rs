@@ -120,7 +120,7 @@ mod tests {
         deadline: Duration,
         script: Vec<Result<u32, FetchError>>,
     ) -> (Result<u32, FetchError>, Vec<Duration>, Telemetry) {
-        let telemetry = Telemetry::new(&[]);
+        let telemetry = Telemetry::new(std::sync::Arc::new(crate::health::Health::new(&[])));
         let start = Instant::now();
         let times = RefCell::new(Vec::new());
         let script = RefCell::new(script.into_iter());
@@ -147,7 +147,10 @@ mod tests {
         let script = vec![
             Err(unavailable(None)),
             Err(FetchError::Timeout(Duration::from_secs(30))),
-            Err(FetchError::Connect("refused".into())),
+            Err(FetchError::Connect {
+                message: "refused".into(),
+                refused: true,
+            }),
             Err(unavailable(None)),
             Ok(7),
         ];

@@ -7,7 +7,7 @@
 //! `# EOF`.
 
 /// Rewrites an OpenMetrics exposition (with or without `# EOF`) as Prometheus text 0.0.4.
-pub fn from_openmetrics(openmetrics: &str, out: &mut Vec<u8>) {
+pub fn convert(openmetrics: &str, out: &mut Vec<u8>) {
     let mut help: Option<&str> = None;
     for line in openmetrics.lines() {
         if line == "# EOF" {
@@ -55,7 +55,7 @@ mod tests {
              x_requests_total{code=\"200\"} 3\n# HELP x_build Build.\n# TYPE x_build info\n\
              x_build_info{version=\"1\"} 1\n# HELP x_up Up.\n# TYPE x_up gauge\nx_up 1\n# EOF\n";
         let mut out = Vec::new();
-        from_openmetrics(openmetrics, &mut out);
+        convert(openmetrics, &mut out);
         assert_eq!(
             String::from_utf8(out).unwrap(),
             "# HELP x_requests_total Requests.\n# TYPE x_requests_total counter\n\
