@@ -11,16 +11,15 @@ use std::time::Duration;
 use tokio::task::JoinSet;
 use tracing::{Instrument as _, info};
 
-use crate::config::{self, ApiConfig, Config, Source};
-use crate::demo::{self, SimulatedApi};
+use crate::config::{self, AccountConfig, Config, Source};
+use crate::demo::SimulatedApi;
 use crate::health::Health;
 use crate::poll::Poller;
-use crate::poll::reports::{ReportPoller, ReportSchedule};
+use crate::poll::reports::ReportPoller;
 use crate::store::Store;
 use crate::telemetry::Telemetry;
-use crate::upstream::retry::RetryPolicy;
-use crate::upstream::{Client, ClientError, ClientOptions, InProcess};
-use crate::vocabulary::{Endpoint, Secret};
+use crate::upstream::{Client, ClientError, InProcess};
+use crate::vocabulary::Endpoint;
 
 /// Why an account cannot be set up, or found.
 #[derive(Debug, thiserror::Error)]
@@ -56,33 +55,6 @@ impl Upstreams {
     }
 }
 
-/// Everything one account is built from: an account whose spec a reload leaves unchanged keeps
-/// running.
-#[derive(Debug, Clone, PartialEq)]
-struct Spec {
-    account: config::Account,
-    poll_interval: Duration,
-    max_age: Duration,
-    max_labels: usize,
-    retry: RetryPolicy,
-    reports: Option<ReportSchedule>,
-}
-
-impl Spec {
-    fn of(account: &config::Account, config: &Config) -> Spec {
-        Spec {
-            account: account.clone(),
-            poll_interval: config.poll_interval,
-            max_age: config.max_age,
-            max_labels: config.max_labels_per_asset,
-            retry: config.retry,
-            reports: config
-                .asset_reports_enabled
-                .then(|| config.asset_reports.clone()),
-        }
-    }
-}
-
 /// One account: its pollers, the store they publish to, and its API metrics.
 #[derive(Debug)]
 pub struct Account {
@@ -99,7 +71,8 @@ pub struct Account {
     pub client: Client,
     poller: Poller,
     reports: Option<ReportPoller>,
-    spec: Spec,
+    /// What it was built from: a reload that leaves this unchanged keeps it running.
+    config: AccountConfig,
     /// Its poll loops once started, aborted when the account is dropped (the set is): they hold
     /// nothing that must be finished, so stopping at any await is stopping cleanly. A std
     /// mutex, never held across an `.await`.
@@ -109,31 +82,21 @@ pub struct Account {
 }
 
 impl Account {
-    /// Builds the account `spec` describes; with `--demo`, starts the simulated API.
-    async fn build(spec: Spec, upstreams: &Upstreams) -> Result<Account, AccountError> {
-        let mut endpoints = Endpoint::POLLED.to_vec();
-        if spec.reports.is_some() {
-            endpoints.push(Endpoint::Asset);
-        }
-        let health = Arc::new(Health::new(&endpoints));
+    /// Builds the account `config` describes; with `--demo`, starts the simulated API.
+    async fn build(config: AccountConfig, upstreams: &Upstreams) -> Result<Account, AccountError> {
+        let health = Arc::new(Health::new(&config.endpoints()));
         let telemetry = Arc::new(Telemetry::new(health.clone()));
-        let (client, simulated) = connect(
-            &spec.account.api,
-            spec.retry,
-            (telemetry.clone(), health.clone()),
-            upstreams,
-        )
-        .await?;
-        // A report is refreshed once per round: it may be a round old before it is stale.
-        let report_interval = spec.reports.as_ref().map_or(Duration::ZERO, |r| r.interval);
-        let store = Store::new(spec.max_age, spec.max_age + report_interval);
-        let reports = spec.reports.clone().map(|schedule| {
+        let (client, simulated) =
+            connect(&config, telemetry.clone(), health.clone(), upstreams).await?;
+        let store = Store::new(config.max_age, config.report_max_age());
+        let reports = config.reports.enabled.then(|| {
             ReportPoller::new(
                 client.clone(),
                 telemetry.clone(),
                 health.clone(),
                 store.clone(),
-                schedule,
+                config.reports.clone(),
+                config.max_labels,
             )
         });
         let poller = Poller::new(
@@ -141,18 +104,18 @@ impl Account {
             telemetry.clone(),
             health.clone(),
             store.clone(),
-            spec.poll_interval,
-            spec.max_labels,
+            config.poll_interval,
+            config.max_labels,
         );
         Ok(Account {
-            name: spec.account.name.clone(),
+            name: config.name.clone(),
             store,
             telemetry,
             health,
             client,
             poller,
             reports,
-            spec,
+            config,
             tasks: Mutex::default(),
             _simulated: simulated,
         })
@@ -195,7 +158,7 @@ impl Account {
 
     /// How often its lists are polled (`poll.interval`).
     pub fn poll_interval(&self) -> Duration {
-        self.spec.poll_interval
+        self.config.poll_interval
     }
 
     /// Whether its first list poll has ended, whatever its outcome.
@@ -235,11 +198,6 @@ pub struct Changes {
     pub kept: Vec<String>,
 }
 
-/// An account's name for people: NAME, or `[api]` for the one account.
-fn shown(name: Option<&str>) -> String {
-    name.map_or_else(|| "[api]".to_owned(), str::to_owned)
-}
-
 impl Accounts {
     /// The accounts of `config`, each built and started, except those of `previous` whose
     /// configuration is unchanged, which are kept as they run.
@@ -251,11 +209,10 @@ impl Accounts {
         let mut accounts = Vec::with_capacity(config.accounts.len());
         let mut changes = Changes::default();
         for account in &config.accounts {
-            let spec = Spec::of(account, config);
-            let name = shown(account.name.as_deref());
+            let name = account.shown();
             let before = previous.and_then(|p| p.get(account.name.as_deref()));
             match before {
-                Some(before) if before.spec == spec => {
+                Some(before) if before.config == *account => {
                     changes.kept.push(name);
                     accounts.push(before.clone());
                 }
@@ -265,14 +222,14 @@ impl Accounts {
                     } else if previous.is_some() {
                         changes.added.push(name);
                     }
-                    accounts.push(Arc::new(Account::build(spec, upstreams).await?));
+                    accounts.push(Arc::new(Account::build(account.clone(), upstreams).await?));
                 }
             }
         }
         if let Some(previous) = previous {
             for before in &previous.0 {
                 if !accounts.iter().any(|a| a.name == before.name) {
-                    changes.removed.push(shown(before.name.as_deref()));
+                    changes.removed.push(config::shown(before.name.as_deref()));
                 }
             }
         }
@@ -322,25 +279,26 @@ impl Accounts {
     /// The account a target names (`--target`, `/probe?target=`); without a target, the one
     /// account of a single-account exporter.
     pub fn resolve(&self, target: Option<&str>) -> Result<&Arc<Account>, AccountError> {
-        match (target, self.single()) {
-            (None, Some(one)) => Ok(one),
-            (None, None) => Err(AccountError::Target(format!(
-                "several accounts are configured: give --target NAME, one of {}",
-                self.names()
-            ))),
-            (Some(name), Some(_)) => Err(AccountError::Target(format!(
-                "--target {name}: the one account is in [api]; leave --target out"
-            ))),
-            (Some(name), None) => self.get(Some(name)).ok_or_else(|| {
-                let shown: String = name.chars().take(64).collect();
-                AccountError::Target(format!("unknown target `{shown}`: one of {}", self.names()))
-            }),
-        }
+        let names: Vec<Option<&str>> = self.0.iter().map(|a| a.name.as_deref()).collect();
+        config::resolve(&names, target)
+            .map(|i| &self.0[i])
+            .map_err(AccountError::Target)
     }
 
     /// Whether every account's first list poll has ended, whatever its outcome.
     pub fn polled(&self) -> bool {
         self.0.iter().all(|a| a.polled())
+    }
+
+    /// Whether these accounts are ready to be scraped (`/-/ready`): the one account once a
+    /// list poll has succeeded; several once every account's first poll has ended, whatever
+    /// its outcome, so that one account down does not hold the others back. Both are latched
+    /// where the polls end (the store's snapshot, its cycle count), so this never goes back.
+    pub fn ready(&self) -> bool {
+        match self.single() {
+            Some(one) => one.store.current().ready,
+            None => self.polled(),
+        }
     }
 }
 
@@ -348,17 +306,13 @@ impl Accounts {
 /// loopback (or in process, when `upstreams` serves the demo's address) and served as long as
 /// it is held.
 pub async fn connect(
-    api: &ApiConfig,
-    retry: RetryPolicy,
-    (telemetry, health): (Arc<Telemetry>, Arc<Health>),
+    config: &AccountConfig,
+    telemetry: Arc<Telemetry>,
+    health: Arc<Health>,
     upstreams: &Upstreams,
 ) -> Result<(Client, Option<SimulatedApi>), AccountError> {
-    let (base_url, token, token_file, simulated) = match &api.source {
-        Source::Remote {
-            base_url,
-            token,
-            token_file,
-        } => (base_url.clone(), token.clone(), token_file.clone(), None),
+    let (base_url, simulated) = match &config.source {
+        Source::Remote { base_url, .. } => (base_url.clone(), None),
         Source::Demo => {
             let simulated = SimulatedApi::demo();
             let url = simulated.spawn().await.map_err(AccountError::Demo)?;
@@ -366,22 +320,10 @@ pub async fn connect(
             let base_url = url
                 .parse()
                 .map_err(|e| AccountError::Demo(std::io::Error::other(format!("{url}: {e}"))))?;
-            (
-                base_url,
-                Secret::new(demo::DEMO_TOKEN),
-                None,
-                Some(simulated),
-            )
+            (base_url, Some(simulated))
         }
     };
-    let options = ClientOptions {
-        in_process: upstreams.get(&base_url),
-        base_url,
-        token,
-        token_file,
-        timeout: api.timeout,
-        max_body_bytes: api.max_body_bytes,
-        retry,
-    };
-    Ok((Client::new(options, telemetry, health)?, simulated))
+    let in_process = upstreams.get(&base_url);
+    let client = config.client(base_url, in_process, telemetry, health)?;
+    Ok((client, simulated))
 }

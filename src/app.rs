@@ -8,17 +8,22 @@
 //! ones start, changed ones are rebuilt, removed ones stop. A configuration that fails
 //! validation changes nothing.
 
+use std::io::Write as _;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use tokio::net::TcpListener;
 use tokio::sync::{Mutex, mpsc, watch};
 use tracing::{error, info, warn};
 
 use crate::accounts::{Account, AccountError, Accounts, Changes, Upstreams};
+use crate::config::cli::SimulateArgs;
 use crate::config::{Config, ConfigError};
+use crate::demo::SimulatedApi;
 use crate::exposition::Format;
 use crate::server::{self, AppState, ReloadRequest};
 use crate::telemetry::ProcessMetrics;
+use crate::vocabulary::parse_duration;
 
 /// Why the exporter cannot start or serve.
 #[derive(Debug, thiserror::Error)]
@@ -29,6 +34,127 @@ pub enum AppError {
     /// The HTTP server failed.
     #[error("the HTTP server failed: {0}")]
     Serve(std::io::Error),
+    /// `--once` could not write the exposition.
+    #[error("cannot write to stdout: {0}")]
+    Output(std::io::Error),
+    /// `simulate` was given a wrong flag.
+    #[error("{0}")]
+    Usage(String),
+    /// An address cannot be listened on.
+    #[error("cannot listen on {address}: {error}")]
+    Listen {
+        /// The address.
+        address: String,
+        /// Why.
+        error: std::io::Error,
+    },
+}
+
+/// `--once`: polls one account once, with one short round of retries (an unreachable API is
+/// reported within seconds), and writes its exposition to `out`; true when every endpoint
+/// answered, and otherwise logs which did not and why.
+pub async fn once(
+    config: Config,
+    target: Option<&str>,
+    out: &mut impl std::io::Write,
+) -> Result<bool, AppError> {
+    let app = App::build(&config.once()).await?;
+    let account = app.account(target)?;
+    let ok = account.poll_once().await;
+    let process = account.name.is_none().then_some(&*app.core.process);
+    let exposition = account
+        .store
+        .current()
+        .exposition(&account.telemetry, process, Format::Text);
+    out.write_all(&exposition)
+        .and_then(|()| out.flush())
+        .map_err(AppError::Output)?;
+    if !ok {
+        error!(
+            failed = %account.failures().join(", "),
+            "--once: not every endpoint answered"
+        );
+    }
+    Ok(ok)
+}
+
+/// `simulate`: the simulated API on its own, its base URL printed on stdout, until `shutdown`
+/// completes.
+pub async fn simulate(
+    args: &SimulateArgs,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), AppError> {
+    let latency = parse_duration(&args.report_latency)
+        .map_err(|e| AppError::Usage(format!("--report-latency {e}")))?;
+    let ips = args.assets * 4 / 5;
+    let api = SimulatedApi::new(ips, args.assets - ips);
+    api.set_report_delay(latency);
+    let listen = |error| AppError::Listen {
+        address: args.listen_address.clone(),
+        error,
+    };
+    let listener = TcpListener::bind(&args.listen_address)
+        .await
+        .map_err(listen)?;
+    let address = listener.local_addr().map_err(listen)?;
+    let mut stdout = std::io::stdout();
+    writeln!(stdout, "http://{address}")
+        .and_then(|()| stdout.flush())
+        .map_err(AppError::Output)?;
+    axum::serve(listener, api.router())
+        .with_graceful_shutdown(shutdown)
+        .await
+        .map_err(AppError::Serve)
+}
+
+/// Completes on SIGINT (Ctrl-C) or SIGTERM.
+pub async fn shutdown_signal() {
+    let interrupt = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = interrupt => {},
+        () = terminate => {},
+    }
+}
+
+/// Asks for a reload on every SIGHUP, as Prometheus and Alertmanager do; the outcome is logged
+/// by the reload itself.
+pub fn reload_on_hangup(reloads: mpsc::Sender<ReloadRequest>) {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut hangups = match signal(SignalKind::hangup()) {
+            Ok(hangups) => hangups,
+            Err(e) => {
+                warn!(error = %e, "cannot listen for SIGHUP; reload with POST /-/reload");
+                return;
+            }
+        };
+        crate::task::spawn(async move {
+            while hangups.recv().await.is_some() {
+                info!("SIGHUP: reloading the configuration");
+                let (request, outcome) = ReloadRequest::new();
+                if reloads.send(request).await.is_err() {
+                    return;
+                }
+                let _ = outcome.await;
+            }
+        });
+    }
+    #[cfg(not(unix))]
+    drop(reloads);
 }
 
 /// Where a reload reads the configuration from: the file and the environment again, as at the
@@ -43,6 +169,8 @@ struct Core {
     upstreams: Upstreams,
     /// Build and process metrics, and the reload gauges among them.
     process: Arc<ProcessMetrics>,
+    /// Set when a reload replaces accounts that were ready (see [`AppState::ready`]).
+    ready: Arc<AtomicBool>,
     /// The configuration running now; one reload at a time.
     running: Mutex<Config>,
     /// Where reloads read the configuration, when the exporter can reload.
@@ -84,13 +212,14 @@ impl App {
         process.config_applied(true);
         let (accounts, receiver) = watch::channel(Arc::new(accounts));
         let (reload, requests) = mpsc::channel(4);
+        let ready = Arc::new(AtomicBool::new(false));
         let state = AppState {
             accounts: receiver,
             process: process.clone(),
             telemetry_path: config.web.telemetry_path.clone(),
             web: config.web.config_file.clone(),
             demo: config.demo(),
-            ready: Arc::default(),
+            ready: ready.clone(),
             reload,
         };
         Ok(App {
@@ -98,6 +227,7 @@ impl App {
                 accounts,
                 upstreams,
                 process,
+                ready,
                 running: Mutex::new(config.clone()),
                 source: None,
             }),
@@ -144,30 +274,6 @@ impl App {
     /// The router, with no socket: for tests that drive it in process.
     pub fn router(&self) -> axum::Router {
         server::router(self.state.clone())
-    }
-
-    /// Polls every endpoint of one account once (and every selected asset report); true when
-    /// all answered.
-    pub async fn poll_once(&self, target: Option<&str>) -> Result<bool, AppError> {
-        Ok(self.account(target)?.poll_once().await)
-    }
-
-    /// The endpoints of one account whose last poll failed, each with the kind of failure.
-    pub fn failures(&self, target: Option<&str>) -> Vec<String> {
-        self.account(target)
-            .map(|account| account.failures())
-            .unwrap_or_default()
-    }
-
-    /// One account's exposition as served now, in one format (with the process metrics when
-    /// it is the only account, as `/metrics` serves it).
-    pub fn exposition(&self, target: Option<&str>, format: Format) -> Result<Vec<u8>, AppError> {
-        let account = self.account(target)?;
-        let process = account.name.is_none().then_some(&*self.core.process);
-        Ok(account
-            .store
-            .current()
-            .exposition(&account.telemetry, process, format))
     }
 
     /// Applies `config`: see the module's documentation. On an error nothing changes.
@@ -250,6 +356,11 @@ impl Core {
             warn!("{what} changed; the change takes effect at the next restart");
         }
         let previous = self.accounts.borrow().clone();
+        // Readiness once reached stays: an account added now does not take a serving exporter
+        // out of its load balancer.
+        if previous.ready() {
+            self.ready.store(true, Ordering::Relaxed);
+        }
         let (accounts, changes) =
             match Accounts::build(&config, &self.upstreams, Some(&previous)).await {
                 Ok(built) => built,

@@ -11,15 +11,17 @@ mod output;
 mod progress;
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::StreamExt as _;
 use tokio::time::Instant;
 use tracing::warn;
 
-use crate::accounts::{AccountError, Accounts, Upstreams};
-use crate::config::Config;
+use crate::accounts::{self, AccountError, Upstreams};
 use crate::config::cli::BackfillArgs;
+use crate::config::{AccountConfig, Config};
+use crate::health::Health;
 use crate::poll::fetch_list;
 use crate::telemetry::Telemetry;
 use crate::upstream::dto::AssetReport;
@@ -179,13 +181,16 @@ pub async fn run(
     options: Options,
     target: Option<&str>,
 ) -> Result<Summary, BackfillError> {
-    let (accounts, _) = Accounts::build(config, &Upstreams::default(), None).await?;
-    let account = accounts.resolve(target)?;
-    let (client, telemetry) = (account.client.clone(), account.telemetry.clone());
-    let schedule = &config.asset_reports;
+    let account = config.account(target).map_err(AccountError::Target)?;
+    let health = Arc::new(Health::new(&[]));
+    let telemetry = Arc::new(Telemetry::new(health.clone()));
+    // With --demo, the simulated API serves as long as `_simulated` is held.
+    let (client, _simulated) =
+        accounts::connect(account, telemetry.clone(), health, &Upstreams::default()).await?;
+    let schedule = &account.reports;
     let mut targets = Vec::new();
     for kind in Kind::ALL {
-        let names = list(config, &client, &telemetry, kind).await?;
+        let names = list(account, &client, &telemetry, kind).await?;
         targets.extend(
             names
                 .into_iter()
@@ -240,13 +245,13 @@ pub async fn run(
 
 /// The asset names of one list, fetched as the poller fetches it.
 async fn list(
-    config: &Config,
+    account: &AccountConfig,
     client: &Client,
     telemetry: &Telemetry,
     kind: Kind,
 ) -> Result<Vec<String>, BackfillError> {
-    let deadline = Instant::now() + client.retry_policy().max_elapsed;
-    let max_labels = config.max_labels_per_asset;
+    let deadline = Instant::now() + account.retry.max_elapsed;
+    let max_labels = account.max_labels;
     let decoded = fetch_list(client, telemetry, kind, max_labels, deadline, |_, _| {})
         .await
         .map_err(|error| BackfillError::List {

@@ -21,12 +21,15 @@ use std::time::Duration;
 use figment::providers::{Format, Serialized, Toml};
 use figment::{Figment, Provider as _};
 
+use crate::health::Health;
 use crate::logging::LogFormat;
 use crate::poll::reports::ReportSchedule;
 use crate::poll::selection::Selection;
+use crate::telemetry::Telemetry;
 use crate::upstream::auth::{self, TokenError};
 use crate::upstream::retry::RetryPolicy;
-use crate::vocabulary::Secret;
+use crate::upstream::{Client, ClientError, ClientOptions, InProcess};
+use crate::vocabulary::{Endpoint, Secret};
 use crate::web_config::WebConfigFile;
 pub use cli::Cli;
 pub use env::ENV_PREFIX;
@@ -89,20 +92,7 @@ fn invalid(key: impl Into<String>, message: impl std::fmt::Display) -> Problem {
 pub struct Config {
     /// Every account polled: the one of `[api]` or `--demo` (without a name), or each of
     /// `[accounts.NAME]` (in name order). Never empty.
-    pub accounts: Vec<Account>,
-    /// Interval of the list poll loop.
-    pub poll_interval: Duration,
-    /// Age after which the values of a failing endpoint are no longer served.
-    pub max_age: Duration,
-    /// Host names (and, separately, tags) kept per asset.
-    pub max_labels_per_asset: usize,
-    /// Retries of transient failures.
-    pub retry: RetryPolicy,
-    /// Per-asset reports, polled when `asset_reports.enabled`; their selection, zone and
-    /// concurrency also rule `backfill`.
-    pub asset_reports: ReportSchedule,
-    /// Whether the exporter polls asset reports.
-    pub asset_reports_enabled: bool,
+    pub accounts: Vec<AccountConfig>,
     /// The exporter's own HTTP endpoint.
     pub web: WebConfig,
     /// Logging.
@@ -111,18 +101,92 @@ pub struct Config {
     pub warnings: Vec<String>,
 }
 
-/// Which upstream to poll and how.
+/// One account as configured: `[api]` (or `--demo`), or one of `[accounts.NAME]`, with the
+/// shared settings it runs by. It is what builds the account's client
+/// ([`AccountConfig::client`]) and what a reload compares: an account whose configuration is
+/// unchanged keeps running.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ApiConfig {
+pub struct AccountConfig {
+    /// NAME, the target of `/probe?target=NAME`; `None` for the one account of `[api]` or
+    /// `--demo`, served on `/metrics`.
+    pub name: Option<String>,
     /// A real account, or the built-in simulation.
     pub source: Source,
     /// Timeout of one whole request, body included.
     pub timeout: Duration,
     /// Largest response body accepted.
     pub max_body_bytes: u64,
+    /// Retries of transient failures.
+    pub retry: RetryPolicy,
+    /// Interval of the list poll loop.
+    pub poll_interval: Duration,
+    /// Age after which the values of a failing endpoint are no longer served.
+    pub max_age: Duration,
+    /// Host names (and, separately, tags) kept per asset.
+    pub max_labels: usize,
+    /// Per-asset reports; their selection, zone and concurrency also rule `backfill`.
+    pub reports: ReportSchedule,
 }
 
-/// The upstream the exporter polls.
+impl AccountConfig {
+    /// The account's API client, sending to `base_url` (the configured one, or where `--demo`
+    /// started its simulated API), or to `in_process` when given.
+    pub fn client(
+        &self,
+        base_url: reqwest::Url,
+        in_process: Option<InProcess>,
+        telemetry: Arc<Telemetry>,
+        health: Arc<Health>,
+    ) -> Result<Client, ClientError> {
+        let (token, token_file) = match &self.source {
+            Source::Remote {
+                token, token_file, ..
+            } => (token.clone(), token_file.clone()),
+            Source::Demo => (Secret::new(crate::demo::DEMO_TOKEN), None),
+        };
+        let options = ClientOptions {
+            base_url,
+            token,
+            token_file,
+            timeout: self.timeout,
+            max_body_bytes: self.max_body_bytes,
+            retry: self.retry,
+            in_process,
+        };
+        Client::new(options, telemetry, health)
+    }
+
+    /// The endpoints its pollers poll: the asset endpoint too when reports are on.
+    pub fn endpoints(&self) -> Vec<Endpoint> {
+        let mut endpoints = Endpoint::POLLED.to_vec();
+        if self.reports.enabled {
+            endpoints.push(Endpoint::Asset);
+        }
+        endpoints
+    }
+
+    /// How long a report is served without a refresh: a round, then `metrics.max_age`.
+    pub fn report_max_age(&self) -> Duration {
+        let round = if self.reports.enabled {
+            self.reports.interval
+        } else {
+            Duration::ZERO
+        };
+        self.max_age + round
+    }
+
+    /// Its name for people: NAME, or `[api]` for the one account.
+    pub fn shown(&self) -> String {
+        shown(self.name.as_deref())
+    }
+}
+
+/// An account's name for people: NAME, or `[api]` for the one account.
+pub fn shown(name: Option<&str>) -> String {
+    name.map_or_else(|| "[api]".to_owned(), str::to_owned)
+}
+
+/// The upstream an account polls.
 #[derive(Debug, Clone)]
 pub enum Source {
     /// A real account of the monitoring service.
@@ -165,14 +229,33 @@ impl PartialEq for Source {
     }
 }
 
-/// One account: `[api]` (or `--demo`), or one of `[accounts.NAME]`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Account {
-    /// NAME, the target of `/probe?target=NAME`; `None` for the one account of `[api]` or
-    /// `--demo`, served on `/metrics`.
-    pub name: Option<String>,
-    /// Its API, token and limits.
-    pub api: ApiConfig,
+/// The account a target names (`--target`, `/probe?target=`, `backfill --target`) among
+/// `names` (in configuration order; `None` is the one account of `[api]` or `--demo`);
+/// without a target, the one account of a single-account exporter. The error is the message.
+pub fn resolve(names: &[Option<&str>], target: Option<&str>) -> Result<usize, String> {
+    let listed = || {
+        names
+            .iter()
+            .flatten()
+            .copied()
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let single = matches!(names, [None]);
+    match (target, single) {
+        (None, true) => Ok(0),
+        (None, false) => Err(format!(
+            "several accounts are configured: give --target NAME, one of {}",
+            listed()
+        )),
+        (Some(name), true) => Err(format!(
+            "--target {name}: the one account is in [api]; leave --target out"
+        )),
+        (Some(name), false) => names.iter().position(|n| *n == Some(name)).ok_or_else(|| {
+            let shown: String = name.chars().take(64).collect();
+            format!("unknown target `{shown}`: one of {}", listed())
+        }),
+    }
 }
 
 /// The exporter's own endpoint.
@@ -198,7 +281,22 @@ pub struct LogConfig {
 impl Config {
     /// Whether the data comes from `--demo`'s simulated API.
     pub fn demo(&self) -> bool {
-        self.accounts.iter().any(|a| a.api.source == Source::Demo)
+        self.accounts.iter().any(|a| a.source == Source::Demo)
+    }
+
+    /// The configuration of the account a target names: see [`resolve`].
+    pub fn account(&self, target: Option<&str>) -> Result<&AccountConfig, String> {
+        let names: Vec<Option<&str>> = self.accounts.iter().map(|a| a.name.as_deref()).collect();
+        resolve(&names, target).map(|i| &self.accounts[i])
+    }
+
+    /// `--once`: every account with one short round of retries, so that an unreachable API
+    /// is reported within seconds.
+    pub fn once(mut self) -> Config {
+        for account in &mut self.accounts {
+            account.retry = account.retry.once();
+        }
+        self
     }
 
     /// Loads every layer for these flags and validates the result.

@@ -27,6 +27,41 @@ impl Settings {
         if self.api.max_body_bytes == 0 {
             problems.push(invalid("api.max_body_bytes", "must be greater than 0"));
         }
+        let retry = RetryPolicy {
+            initial_delay: self.backoff.initial_delay,
+            max_delay: self.backoff.max_delay,
+            max_elapsed: self.backoff.max_elapsed,
+        };
+        // Said after the accounts' own problems, in the order of the file's sections.
+        let mut shared_problems = Vec::new();
+        if retry.initial_delay > retry.max_delay {
+            shared_problems.push(invalid(
+                "backoff.initial_delay",
+                "must not be longer than backoff.max_delay",
+            ));
+        }
+        let reports = self.asset_reports;
+        if reports.concurrency == 0 {
+            shared_problems.push(invalid("asset_reports.concurrency", "must be at least 1"));
+        }
+        // What every account shares; each account's own keys complete it.
+        let shared = AccountConfig {
+            name: None,
+            source: Source::Demo,
+            timeout: self.api.timeout,
+            max_body_bytes: self.api.max_body_bytes,
+            retry,
+            poll_interval: self.poll.interval,
+            max_age: self.metrics.max_age,
+            max_labels: self.metrics.max_labels_per_asset,
+            reports: ReportSchedule {
+                enabled: reports.enabled,
+                interval: reports.interval,
+                concurrency: reports.concurrency,
+                selection: Selection::new(reports.include, reports.exclude, reports.shard),
+                timezone: reports.timezone,
+            },
+        };
         let mut accounts = Vec::with_capacity(self.accounts.len().max(1));
         if self.accounts.is_empty() {
             let source = if demo {
@@ -35,13 +70,9 @@ impl Settings {
                 remote(&self.api, "api", &mut warnings, &mut problems)
             };
             if let Some(source) = source {
-                accounts.push(Account {
-                    name: None,
-                    api: ApiConfig {
-                        source,
-                        timeout: self.api.timeout,
-                        max_body_bytes: self.api.max_body_bytes,
-                    },
+                accounts.push(AccountConfig {
+                    source,
+                    ..shared.clone()
                 });
             }
         }
@@ -65,31 +96,16 @@ impl Settings {
                 ));
             }
             if let Some(source) = remote(settings, &prefix, &mut warnings, &mut problems) {
-                accounts.push(Account {
+                accounts.push(AccountConfig {
                     name: Some(name.clone()),
-                    api: ApiConfig {
-                        source,
-                        timeout: settings.timeout,
-                        max_body_bytes: settings.max_body_bytes,
-                    },
+                    source,
+                    timeout: settings.timeout,
+                    max_body_bytes: settings.max_body_bytes,
+                    ..shared.clone()
                 });
             }
         }
-        let retry = RetryPolicy {
-            initial_delay: self.backoff.initial_delay,
-            max_delay: self.backoff.max_delay,
-            max_elapsed: self.backoff.max_elapsed,
-        };
-        if retry.initial_delay > retry.max_delay {
-            problems.push(invalid(
-                "backoff.initial_delay",
-                "must not be longer than backoff.max_delay",
-            ));
-        }
-        let reports = self.asset_reports;
-        if reports.concurrency == 0 {
-            problems.push(invalid("asset_reports.concurrency", "must be at least 1"));
-        }
+        problems.extend(shared_problems);
         let telemetry_path = telemetry_path(self.web.telemetry_path).map_err(|p| problems.push(p));
         let web_config = match &self.web.config_file {
             None => Ok(WebConfigFile::none()),
@@ -107,18 +123,6 @@ impl Settings {
         };
         Ok(Config {
             accounts,
-            poll_interval: self.poll.interval,
-            max_age: self.metrics.max_age,
-            max_labels_per_asset: self.metrics.max_labels_per_asset,
-            retry,
-            asset_reports_enabled: reports.enabled,
-            asset_reports: ReportSchedule {
-                interval: reports.interval,
-                concurrency: reports.concurrency,
-                selection: Selection::new(reports.include, reports.exclude, reports.shard),
-                timezone: reports.timezone,
-                max_labels: self.metrics.max_labels_per_asset,
-            },
             web: WebConfig {
                 listen_address: self.web.listen_address,
                 telemetry_path,

@@ -36,8 +36,10 @@ const PUBLISH_AT_LEAST_EVERY: Duration = Duration::from_secs(10);
 const PUBLISH_AT_MOST_EVERY: Duration = Duration::from_secs(1);
 
 /// How the asset reports are fetched (`[asset_reports]`).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct ReportSchedule {
+    /// Whether the exporter polls them (`backfill` fetches them whatever this says).
+    pub enabled: bool,
     /// Each selected asset is fetched once per interval, spread over it.
     pub interval: Duration,
     /// Most requests in flight at once.
@@ -46,8 +48,23 @@ pub struct ReportSchedule {
     pub selection: Selection,
     /// Zone of the API's history dates.
     pub timezone: TimeZone,
-    /// Most tags kept per asset (`metrics.max_labels_per_asset`).
-    pub max_labels: usize,
+}
+
+/// Two schedules run the same when both are off, or both on with the same settings: the
+/// settings of a schedule that is off change nothing that runs, so a reload keeps its account.
+impl PartialEq for ReportSchedule {
+    fn eq(&self, other: &Self) -> bool {
+        match (self.enabled, other.enabled) {
+            (false, false) => true,
+            (true, true) => {
+                self.interval == other.interval
+                    && self.concurrency == other.concurrency
+                    && self.selection == other.selection
+                    && self.timezone == other.timezone
+            }
+            _ => false,
+        }
+    }
 }
 
 /// Fetches the reports of the selected assets, round after round.
@@ -81,6 +98,7 @@ impl ReportPoller {
         health: Arc<Health>,
         store: Arc<Store>,
         schedule: ReportSchedule,
+        max_labels: usize,
     ) -> Self {
         ReportPoller {
             client,
@@ -91,7 +109,7 @@ impl ReportPoller {
             concurrency: schedule.concurrency,
             selection: schedule.selection,
             zone: schedule.timezone,
-            max_labels: schedule.max_labels,
+            max_labels,
         }
     }
 

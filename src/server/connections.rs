@@ -25,10 +25,23 @@ const RESERVED_FDS: u64 = 128;
 /// Fewest connections served at once, whatever the file limit says.
 const MIN_CONNECTIONS: usize = 64;
 
-/// The most connections this process can serve at once: its open-file limit, raised to the
-/// hard limit as Go programs do at start, less what the exporter needs for itself.
+/// Raises the process' open-file limit to its hard limit, as Go programs do at start, so the
+/// connection bound ([`max_connections`]) is thousands, not the usual soft 1024. Called once,
+/// by `main`, before serving.
+pub fn raise_open_file_limit() {
+    #[cfg(unix)]
+    if let Err(e) = rlimit::increase_nofile_limit(u64::MAX) {
+        tracing::warn!(error = %e, "cannot raise the open-file limit; fewer connections are served at once");
+    }
+}
+
+/// The most connections this process can serve at once: its open-file limit less what the
+/// exporter needs for itself.
 pub fn max_connections() -> usize {
-    let limit = rlimit::increase_nofile_limit(u64::MAX).unwrap_or(1024);
+    #[cfg(unix)]
+    let limit = rlimit::getrlimit(rlimit::Resource::NOFILE).map_or(1024, |(soft, _)| soft);
+    #[cfg(not(unix))]
+    let limit = 1024;
     usize::try_from(limit.saturating_sub(RESERVED_FDS))
         .unwrap_or(usize::MAX)
         .max(MIN_CONNECTIONS)

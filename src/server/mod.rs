@@ -26,7 +26,7 @@ use tracing::instrument::WithSubscriber as _;
 use crate::accounts::Accounts;
 use crate::telemetry::ProcessMetrics;
 use crate::web_config::WebConfigFile;
-pub use connections::max_connections;
+pub use connections::{max_connections, raise_open_file_limit};
 use listener::{TlsListener, bounded};
 
 /// Longest time a request may take; keeps shutdown from hanging on a stuck client.
@@ -46,8 +46,8 @@ pub struct AppState {
     pub web: Arc<WebConfigFile>,
     /// Whether the data comes from `--demo`'s simulated API, said on the landing page.
     pub demo: bool,
-    /// Set once the exporter was first ready, and never unset: an account added by a reload
-    /// does not take a serving exporter out of its load balancer.
+    /// Set when a reload replaced accounts that were ready, and never unset: an account added
+    /// by a reload does not take a serving exporter out of its load balancer.
     pub ready: Arc<AtomicBool>,
     /// Where `POST /-/reload` asks for a reload.
     pub reload: mpsc::Sender<ReloadRequest>,
@@ -138,21 +138,13 @@ async fn healthy() -> &'static str {
     "Healthy.\n"
 }
 
+/// `GET /-/ready`: 200 once the accounts are ready (see [`Accounts::ready`]), or were before a
+/// reload; 503 before.
 async fn ready(State(state): State<AppState>) -> (StatusCode, &'static str) {
     let accounts = state.accounts();
-    let single = accounts.single();
-    let now = match single {
-        Some(one) => one.store.current().ready,
-        // With several accounts: once every account's first poll has ended, whatever its
-        // outcome, so that one account down does not hold the others back.
-        None => accounts.polled(),
-    };
-    if now {
-        state.ready.store(true, Ordering::Relaxed);
-    }
-    if state.ready.load(Ordering::Relaxed) {
+    if state.ready.load(Ordering::Relaxed) || accounts.ready() {
         (StatusCode::OK, "Ready.\n")
-    } else if single.is_some() {
+    } else if accounts.single().is_some() {
         (
             StatusCode::SERVICE_UNAVAILABLE,
             "Not ready: no list has been polled successfully yet.\n",

@@ -27,13 +27,19 @@ const REMOTE: &[(&str, &str)] = &[
 #[test]
 fn defaults_match_the_design() {
     let config = load(&Cli::default(), REMOTE).unwrap();
-    assert_eq!(config.accounts[0].api.timeout, Duration::from_secs(30));
-    assert_eq!(config.accounts[0].api.max_body_bytes, 268_435_456);
-    assert_eq!(config.poll_interval, Duration::from_secs(300));
-    assert_eq!(config.max_age, Duration::from_secs(3600));
-    assert_eq!(config.retry.initial_delay, Duration::from_secs(1));
-    assert_eq!(config.retry.max_delay, Duration::from_secs(120));
-    assert_eq!(config.retry.max_elapsed, Duration::from_secs(600));
+    assert_eq!(config.accounts[0].timeout, Duration::from_secs(30));
+    assert_eq!(config.accounts[0].max_body_bytes, 268_435_456);
+    assert_eq!(config.accounts[0].poll_interval, Duration::from_secs(300));
+    assert_eq!(config.accounts[0].max_age, Duration::from_secs(3600));
+    assert_eq!(
+        config.accounts[0].retry.initial_delay,
+        Duration::from_secs(1)
+    );
+    assert_eq!(config.accounts[0].retry.max_delay, Duration::from_secs(120));
+    assert_eq!(
+        config.accounts[0].retry.max_elapsed,
+        Duration::from_secs(600)
+    );
     assert_eq!(
         config.web.listen_address,
         "0.0.0.0:9525".parse::<SocketAddr>().unwrap()
@@ -48,7 +54,7 @@ fn a_token_that_looks_like_a_number_or_boolean_stays_the_exact_string() {
         let mut vars = REMOTE.to_vec();
         vars[1] = ("REPUTATION_EXPORTER_API__TOKEN", raw);
         let config = load(&Cli::default(), &vars).unwrap();
-        let Source::Remote { token, .. } = &config.accounts[0].api.source else {
+        let Source::Remote { token, .. } = &config.accounts[0].source else {
             panic!("remote expected")
         };
         assert_eq!(token.expose(), raw);
@@ -61,8 +67,8 @@ fn typed_keys_accept_their_textual_form_from_the_environment() {
     vars.push(("REPUTATION_EXPORTER_API__MAX_BODY_BYTES", "1024"));
     vars.push(("REPUTATION_EXPORTER_POLL__INTERVAL", "90s"));
     let config = load(&Cli::default(), &vars).unwrap();
-    assert_eq!(config.accounts[0].api.max_body_bytes, 1024);
-    assert_eq!(config.poll_interval, Duration::from_secs(90));
+    assert_eq!(config.accounts[0].max_body_bytes, 1024);
+    assert_eq!(config.accounts[0].poll_interval, Duration::from_secs(90));
 }
 
 #[test]
@@ -76,15 +82,15 @@ fn asset_report_keys_are_validated_into_typed_values() {
         "Europe/Berlin",
     ));
     let config = load(&Cli::default(), &vars).unwrap();
-    assert!(config.asset_reports_enabled);
-    let schedule = config.asset_reports;
+    assert!(config.accounts[0].reports.enabled);
+    let schedule = config.accounts[0].reports.clone();
     assert!(schedule.selection.selects("192.0.2.1"));
     assert!(!schedule.selection.selects("198.51.100.1"));
     assert_eq!(schedule.concurrency, 4);
     assert_eq!(schedule.interval, Duration::from_secs(3600));
     assert_eq!(schedule.timezone.iana_name(), Some("Europe/Berlin"));
     let default = load(&Cli::default(), REMOTE).unwrap();
-    assert!(!default.asset_reports_enabled, "off by default");
+    assert!(!default.accounts[0].reports.enabled, "off by default");
 
     for (key, value, named) in [
         (
@@ -312,8 +318,8 @@ fn a_missing_base_url_is_refused_unless_demo() {
         ..Cli::default()
     };
     let config = load(&demo, &[]).unwrap();
-    assert!(matches!(config.accounts[0].api.source, Source::Demo));
-    assert_eq!(config.poll_interval, Duration::from_secs(15));
+    assert!(matches!(config.accounts[0].source, Source::Demo));
+    assert_eq!(config.accounts[0].poll_interval, Duration::from_secs(15));
 }
 
 #[test]
@@ -366,7 +372,7 @@ fn a_token_file_loses_its_trailing_newline() {
         ),
     ];
     let config = load(&Cli::default(), &vars).unwrap();
-    let Source::Remote { token, .. } = &config.accounts[0].api.source else {
+    let Source::Remote { token, .. } = &config.accounts[0].source else {
         panic!("remote expected")
     };
     assert_eq!(token.expose(), "abc");
@@ -385,13 +391,13 @@ fn the_toml_example_is_valid_and_holds_the_defaults() {
     assert_eq!(problems, []);
     let config = from_file.validate(false).unwrap();
     let defaults = load(&Cli::default(), REMOTE).unwrap();
+    assert_eq!(config.accounts[0].timeout, defaults.accounts[0].timeout);
     assert_eq!(
-        config.accounts[0].api.timeout,
-        defaults.accounts[0].api.timeout
+        config.accounts[0].poll_interval,
+        defaults.accounts[0].poll_interval
     );
-    assert_eq!(config.poll_interval, defaults.poll_interval);
-    assert_eq!(config.max_age, defaults.max_age);
-    assert_eq!(config.retry, defaults.retry);
+    assert_eq!(config.accounts[0].max_age, defaults.accounts[0].max_age);
+    assert_eq!(config.accounts[0].retry, defaults.accounts[0].retry);
     assert_eq!(config.web.listen_address, defaults.web.listen_address);
 }
 

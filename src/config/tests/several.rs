@@ -15,7 +15,7 @@ fn several_accounts_are_read_from_the_file_and_the_environment() {
     assert_eq!(names, [Some("eu"), Some("us-east_1")]);
     let Source::Remote {
         base_url, token, ..
-    } = &config.accounts[1].api.source
+    } = &config.accounts[1].source
     else {
         panic!("remote expected")
     };
