@@ -10,15 +10,9 @@ use figment::providers::Serialized;
 use figment::value::{Dict, Value};
 use figment::{Figment, Profile};
 
-use super::env::ENV_PREFIX;
+use super::cli::FLAGS;
+use super::env::{ENV_PREFIX, variable};
 use super::{Problem, settings};
-
-fn problem(key: impl Into<String>, text: String) -> Problem {
-    Problem {
-        key: key.into(),
-        text,
-    }
-}
 
 /// The known name closest to `wrong`, when one is close enough to be what was meant.
 fn closest<'a>(wrong: &str, known: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
@@ -76,154 +70,163 @@ fn did_you_mean(suggestion: Option<String>) -> String {
     suggestion.map_or(String::new(), |s| format!("; did you mean `{s}`?"))
 }
 
-/// Unknown sections and keys of the TOML file at `path`, whose top level is `dict`.
-pub(super) fn unknown_in_file(path: &Path, dict: &Dict) -> Vec<Problem> {
-    let file = path.display();
-    let mut problems = Vec::new();
-    for (section, value) in dict {
-        if section == "accounts" {
-            let Value::Dict(_, accounts) = value else {
-                problems.push(problem(
-                    "accounts",
-                    format!("{file}: `accounts` must be tables, `[accounts.NAME]`"),
-                ));
-                continue;
-            };
-            for (name, account) in accounts {
-                let Value::Dict(_, keys) = account else {
-                    problems.push(problem(
-                        format!("accounts.{name}"),
-                        format!("{file}: `accounts.{name}` must be a table, `[accounts.{name}]`"),
-                    ));
-                    continue;
-                };
-                for key in keys.keys() {
-                    if !account_keys().contains(&key.as_str()) {
-                        let suggestion = closest(key, account_keys().iter().copied())
-                            .map(|k| format!("accounts.{name}.{k}"));
-                        problems.push(problem(
-                            format!("accounts.{name}.{key}"),
-                            format!(
-                                "{file}: unknown key `accounts.{name}.{key}`{}",
-                                did_you_mean(suggestion)
-                            ),
-                        ));
-                    }
-                }
-            }
-            continue;
+/// Where a layer writes its keys: the TOML file, or the environment.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Layer {
+    /// The TOML file.
+    File,
+    /// `REPUTATION_EXPORTER_<SECTION>__<KEY>` variables.
+    Env,
+}
+
+impl Layer {
+    /// How the key at `path` is set in this layer, for a suggestion: `api.timeout` (a section
+    /// alone `[api]`) in the file, `REPUTATION_EXPORTER_API__TIMEOUT` in the environment.
+    fn spell(self, path: &[&str]) -> String {
+        match (self, path) {
+            (Layer::File, [section]) => format!("[{section}]"),
+            (Layer::File, path) => path.join("."),
+            (Layer::Env, path) => variable(path),
         }
-        let Some(known) = keys_of(section) else {
-            let suggestion = closest(section, sections()).map(|s| format!("[{s}]"));
-            problems.push(problem(
-                section.as_str(),
-                format!(
-                    "{file}: unknown section `[{section}]`{}",
-                    did_you_mean(suggestion)
-                ),
-            ));
-            continue;
-        };
+    }
+}
+
+/// One key as a layer wrote it.
+#[derive(Debug)]
+pub(super) struct Written {
+    layer: Layer,
+    /// Where it was written, for the message: the file, or the variable's name.
+    at: String,
+    /// Its path: `[section]`, `[section, key]`, `[accounts, NAME]` or `[accounts, NAME, key]`.
+    path: Vec<String>,
+    /// Whether it holds a table.
+    table: bool,
+}
+
+/// The sections and keys of the TOML file at `file`, whose top level is `dict`.
+pub(super) fn in_file(file: &Path, dict: &Dict) -> Vec<Written> {
+    let at = file.display().to_string();
+    let mut written = Vec::new();
+    let mut add = |path: Vec<&String>, value: &Value| {
+        written.push(Written {
+            layer: Layer::File,
+            at: at.clone(),
+            path: path.into_iter().cloned().collect(),
+            table: matches!(value, Value::Dict(..)),
+        });
+    };
+    for (section, value) in dict {
+        add(vec![section], value);
         let Value::Dict(_, keys) = value else {
-            problems.push(problem(
-                section.as_str(),
-                format!("{file}: `{section}` must be a section (`[{section}]`), not a value"),
-            ));
             continue;
         };
-        for key in keys.keys() {
-            if !known.contains(&key.as_str()) {
-                let suggestion =
-                    closest(key, known.iter().copied()).map(|k| format!("{section}.{k}"));
-                problems.push(problem(
-                    format!("{section}.{key}"),
-                    format!(
-                        "{file}: unknown key `{section}.{key}`{}",
-                        did_you_mean(suggestion)
-                    ),
-                ));
+        for (key, value) in keys {
+            add(vec![section, key], value);
+            if let (true, Value::Dict(_, keys)) = (section == "accounts", value) {
+                for (inner, value) in keys {
+                    add(vec![section, key, inner], value);
+                }
             }
         }
     }
-    problems
+    written
 }
 
-/// The variable that sets `section.key`.
-pub(super) fn variable(section: &str, key: &str) -> String {
-    format!(
-        "{ENV_PREFIX}{}__{}",
-        section.to_ascii_uppercase(),
-        key.to_ascii_uppercase()
-    )
+/// The sections and keys of the `REPUTATION_EXPORTER_<SECTION>__<KEY>` variables (an account's
+/// as `..._ACCOUNTS__<NAME>__<KEY>`); other names with the prefix are not configuration, not
+/// ours to judge.
+pub(super) fn in_env(vars: &[(String, String)]) -> Vec<Written> {
+    vars.iter()
+        .filter_map(|(name, _)| {
+            let lower = name.strip_prefix(ENV_PREFIX)?.to_ascii_lowercase();
+            let (section, key) = lower.split_once("__")?;
+            let mut path = vec![section.to_owned()];
+            match (section, key.split_once("__")) {
+                ("accounts", Some((account, key))) => path.extend([account.into(), key.into()]),
+                _ => path.push(key.to_owned()),
+            }
+            Some(Written {
+                layer: Layer::Env,
+                at: name.clone(),
+                path,
+                table: false,
+            })
+        })
+        .collect()
 }
 
-/// Unknown sections and keys among the `REPUTATION_EXPORTER_<SECTION>__<KEY>` variables.
-pub(super) fn unknown_in_env(vars: &[(String, String)]) -> Vec<Problem> {
-    let mut problems = Vec::new();
-    for (name, _) in vars {
-        let Some(rest) = name.strip_prefix(ENV_PREFIX) else {
-            continue;
+/// The unknown sections and keys among what layers wrote, each named as it was written, with
+/// the closest known one suggested.
+pub(super) fn unknown(written: Vec<Written>) -> Vec<Problem> {
+    let mut problems: Vec<Problem> = Vec::new();
+    for Written {
+        layer,
+        at,
+        path,
+        table,
+    } in &written
+    {
+        let path: Vec<&str> = path.iter().map(String::as_str).collect();
+        let unknown_key = |known: &[&str], key: &str| {
+            let suggestion = closest(key, known.iter().copied()).map(|k| {
+                let mut suggested = path.clone();
+                *suggested.last_mut().unwrap_or(&mut "") = k;
+                layer.spell(&suggested)
+            });
+            let dotted = path.join(".");
+            Problem::new(
+                dotted.clone(),
+                format!("{at}: unknown key `{dotted}`{}", did_you_mean(suggestion)),
+            )
         };
-        let lower = rest.to_ascii_lowercase();
-        let Some((section, key)) = lower.split_once("__") else {
-            // Not `<SECTION>__<KEY>`: not configuration, not ours to judge.
-            continue;
-        };
-        if section == "accounts" {
-            // ACCOUNTS__<NAME>__<KEY>.
-            let Some((account, key)) = key.split_once("__") else {
-                problems.push(problem(
-                    "accounts",
-                    format!(
-                        "{name}: an account's key is set as {ENV_PREFIX}ACCOUNTS__<NAME>__<KEY>"
-                    ),
-                ));
-                continue;
-            };
-            if !account_keys().contains(&key) {
-                let suggestion = closest(key, account_keys().iter().copied()).map(|k| {
-                    format!(
-                        "{ENV_PREFIX}ACCOUNTS__{}__{}",
-                        account.to_ascii_uppercase(),
-                        k.to_ascii_uppercase()
-                    )
+        let problem = match (path.as_slice(), table, layer) {
+            (["accounts"], false, _) => Problem::new(
+                "accounts",
+                format!("{at}: `accounts` must be tables, `[accounts.NAME]`"),
+            ),
+            (["accounts", name], false, Layer::File) => Problem::new(
+                format!("accounts.{name}"),
+                format!("{at}: `accounts.{name}` must be a table, `[accounts.{name}]`"),
+            ),
+            (["accounts", _], false, Layer::Env) => Problem::new(
+                "accounts",
+                format!("{at}: an account's key is set as {ENV_PREFIX}ACCOUNTS__<NAME>__<KEY>"),
+            ),
+            (["accounts", _, key], ..) if !account_keys().contains(key) => {
+                unknown_key(account_keys(), key)
+            }
+            (["accounts", ..], ..) => continue,
+            ([section, rest @ ..], ..) if keys_of(section).is_none() => {
+                // The file is told the section, the environment the whole variable.
+                let suggestion = closest(section, sections()).map(|s| match layer {
+                    Layer::File => layer.spell(&[s]),
+                    Layer::Env => layer.spell(&[&[s], rest].concat()),
                 });
-                problems.push(problem(
-                    format!("accounts.{account}.{key}"),
+                let shown = match layer {
+                    Layer::File => format!("[{section}]"),
+                    Layer::Env => (*section).to_owned(),
+                };
+                Problem::new(
+                    *section,
                     format!(
-                        "{name}: unknown key `accounts.{account}.{key}`{}",
+                        "{at}: unknown section `{shown}`{}",
                         did_you_mean(suggestion)
                     ),
-                ));
-            }
-            continue;
-        }
-        let Some(known) = keys_of(section) else {
-            let suggestion = closest(section, sections()).map(|s| {
-                format!(
-                    "{ENV_PREFIX}{}__{}",
-                    s.to_ascii_uppercase(),
-                    key.to_ascii_uppercase()
                 )
-            });
-            problems.push(problem(
-                section,
-                format!(
-                    "{name}: unknown section `{section}`{}",
-                    did_you_mean(suggestion)
-                ),
-            ));
-            continue;
+            }
+            ([section], false, _) => Problem::new(
+                *section,
+                format!("{at}: `{section}` must be a section (`[{section}]`), not a value"),
+            ),
+            ([section, key], ..) => match keys_of(section) {
+                Some(known) if !known.contains(key) => unknown_key(known, key),
+                _ => continue,
+            },
+            _ => continue,
         };
-        if !known.contains(&key) {
-            let suggestion = closest(key, known.iter().copied()).map(|k| variable(section, k));
-            problems.push(problem(
-                format!("{section}.{key}"),
-                format!(
-                    "{name}: unknown key `{section}.{key}`{}",
-                    did_you_mean(suggestion)
-                ),
-            ));
+        // A file's unknown section is said once, not again for each of its keys.
+        if !problems.contains(&problem) {
+            problems.push(problem);
         }
     }
     problems
@@ -248,34 +251,22 @@ pub(super) fn describe(errors: impl IntoIterator<Item = figment::Error>) -> Vec<
                     Some(figment::Source::Code(_)) if flag(&key).is_some() => {
                         flag(&key).unwrap_or_default().to_owned()
                     }
-                    _ if meta.name.contains("environment") && e.path.len() >= 2 => format!(
-                        "{ENV_PREFIX}{}",
-                        e.path
-                            .iter()
-                            .map(|p| p.to_ascii_uppercase())
-                            .collect::<Vec<_>>()
-                            .join("__")
-                    ),
+                    _ if meta.name.contains("environment") && e.path.len() >= 2 => {
+                        variable(&e.path)
+                    }
                     _ => format!("`{key}`"),
                 },
-                None if key.is_empty() => return problem(key, message),
+                None if key.is_empty() => return Problem::new(key, message),
                 None => format!("`{key}`"),
             };
-            problem(key, format!("{origin}: {message}"))
+            Problem::new(key, format!("{origin}: {message}"))
         })
         .collect()
 }
 
 /// The flag that sets `key`, if one does.
 fn flag(key: &str) -> Option<&'static str> {
-    match key {
-        "web.listen_address" => Some("--web.listen-address"),
-        "web.telemetry_path" => Some("--web.telemetry-path"),
-        "web.config_file" => Some("--web.config.file"),
-        "log.level" => Some("--log.level"),
-        "log.format" => Some("--log.format"),
-        _ => None,
-    }
+    FLAGS.iter().find(|(k, _)| *k == key).map(|(_, flag)| *flag)
 }
 
 /// Every value of `dict` with its path, tables entered: `api.timeout`, `accounts.eu.token`.

@@ -59,6 +59,29 @@ pub struct Cli {
     pub command: Option<Command>,
 }
 
+/// The configuration keys that flags set, each with its flag, in the order of
+/// [`Cli::flag_values`]. Flags are the last layer, over the file and the environment.
+pub const FLAGS: [(&str, &str); 5] = [
+    ("web.listen_address", "--web.listen-address"),
+    ("web.telemetry_path", "--web.telemetry-path"),
+    ("web.config_file", "--web.config.file"),
+    ("log.level", "--log.level"),
+    ("log.format", "--log.format"),
+];
+
+impl Cli {
+    /// The value given to each flag of [`FLAGS`], in its order.
+    pub fn flag_values(&self) -> [Option<&String>; 5] {
+        [
+            self.listen_address.as_ref(),
+            self.telemetry_path.as_ref(),
+            self.web_config_file.as_ref(),
+            self.log_level.as_ref(),
+            self.log_format.as_ref(),
+        ]
+    }
+}
+
 /// What the exporter can do besides serving.
 #[derive(Debug, Clone, Subcommand)]
 pub enum Command {

@@ -7,6 +7,16 @@ use figment::{Metadata, Profile, Provider};
 /// Prefix of the environment variables read as configuration.
 pub const ENV_PREFIX: &str = "REPUTATION_EXPORTER_";
 
+/// The variable that sets the key at `path`: `["api", "timeout"]` is
+/// `REPUTATION_EXPORTER_API__TIMEOUT`.
+pub(super) fn variable<S: AsRef<str>>(path: &[S]) -> String {
+    let parts: Vec<String> = path
+        .iter()
+        .map(|part| part.as_ref().to_ascii_uppercase())
+        .collect();
+    format!("{ENV_PREFIX}{}", parts.join("__"))
+}
+
 /// Environment variables as configuration, every value kept as the string it is.
 ///
 /// figment's own `Env` parses values as TOML-ish data, so a token such as `0123` or `true`

@@ -78,12 +78,19 @@ fn list(problems: &[Problem]) -> String {
     }
 }
 
-/// A problem with a value, said as `key: message`.
-fn invalid(key: impl Into<String>, message: impl std::fmt::Display) -> Problem {
-    let key = key.into();
-    Problem {
-        text: format!("{key}: {message}"),
-        key,
+impl Problem {
+    /// A problem with `key` (empty for a whole file), said as `text`.
+    fn new(key: impl Into<String>, text: impl Into<String>) -> Problem {
+        Problem {
+            key: key.into(),
+            text: text.into(),
+        }
+    }
+
+    /// A problem with a value, said as `key: message`.
+    fn invalid(key: impl Into<String>, message: impl std::fmt::Display) -> Problem {
+        let key = key.into();
+        Problem::new(key.clone(), format!("{key}: {message}"))
     }
 }
 
@@ -351,21 +358,23 @@ impl Settings {
         if let Some(file) = &cli.config_file {
             if let Err(error) = std::fs::metadata(file) {
                 let text = format!("--config.file {}: {error}", file.display());
-                problems.push(Problem {
-                    key: String::new(),
-                    text,
-                });
+                problems.push(Problem::new("", text));
                 return (Settings::default(), problems);
             }
             match Toml::file_exact(file).data() {
-                Ok(data) => problems.extend(check::unknown_in_file(file, &check::top_level(data))),
-                Err(error) => problems.push(Problem {
-                    key: String::new(),
-                    text: format!("{}: {}", file.display(), error.kind),
-                }),
+                Ok(data) => problems.extend(check::unknown(check::in_file(
+                    file,
+                    &check::top_level(data),
+                ))),
+                Err(error) => {
+                    problems.push(Problem::new(
+                        "",
+                        format!("{}: {}", file.display(), error.kind),
+                    ));
+                }
             }
         }
-        problems.extend(check::unknown_in_env(&env));
+        problems.extend(check::unknown(check::in_env(&env)));
         let figment = Self::figment(cli, env);
         let settings = usable(&figment, &mut problems);
         (settings, problems)
@@ -388,14 +397,7 @@ impl Settings {
             figment = figment.merge(Toml::file_exact(file));
         }
         figment = figment.merge(RawEnv::new(env));
-        let flags = [
-            ("web.listen_address", &cli.listen_address),
-            ("web.telemetry_path", &cli.telemetry_path),
-            ("web.config_file", &cli.web_config_file),
-            ("log.level", &cli.log_level),
-            ("log.format", &cli.log_format),
-        ];
-        for (key, value) in flags {
+        for ((key, _), value) in cli::FLAGS.iter().zip(cli.flag_values()) {
             if let Some(value) = value {
                 figment = figment.merge(Serialized::default(key, value));
             }

@@ -12,12 +12,12 @@ impl Settings {
         if !self.accounts.is_empty() {
             let api = &self.api;
             if demo {
-                problems.push(invalid(
+                problems.push(Problem::invalid(
                     "accounts",
                     "--demo has one account; remove [accounts.*]",
                 ));
             } else if api.base_url.is_some() || api.token.is_some() || api.token_file.is_some() {
-                problems.push(invalid(
+                problems.push(Problem::invalid(
                     "accounts",
                     "set either [api] (one account, served on /metrics) or [accounts.NAME] \
                      (several, served on /probe?target=NAME), not both",
@@ -25,7 +25,10 @@ impl Settings {
             }
         }
         if self.api.max_body_bytes == 0 {
-            problems.push(invalid("api.max_body_bytes", "must be greater than 0"));
+            problems.push(Problem::invalid(
+                "api.max_body_bytes",
+                "must be greater than 0",
+            ));
         }
         let retry = RetryPolicy {
             initial_delay: self.backoff.initial_delay,
@@ -35,14 +38,17 @@ impl Settings {
         // Said after the accounts' own problems, in the order of the file's sections.
         let mut shared_problems = Vec::new();
         if retry.initial_delay > retry.max_delay {
-            shared_problems.push(invalid(
+            shared_problems.push(Problem::invalid(
                 "backoff.initial_delay",
                 "must not be longer than backoff.max_delay",
             ));
         }
         let reports = self.asset_reports;
         if reports.concurrency == 0 {
-            shared_problems.push(invalid("asset_reports.concurrency", "must be at least 1"));
+            shared_problems.push(Problem::invalid(
+                "asset_reports.concurrency",
+                "must be at least 1",
+            ));
         }
         // What every account shares; each account's own keys complete it.
         let shared = AccountConfig {
@@ -83,14 +89,14 @@ impl Settings {
                     .chars()
                     .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-')
             {
-                problems.push(invalid(
+                problems.push(Problem::invalid(
                     prefix.clone(),
                     "an account name is made of a-z, 0-9, _ and - (it is the target of \
                      /probe?target=NAME)",
                 ));
             }
             if settings.max_body_bytes == 0 {
-                problems.push(invalid(
+                problems.push(Problem::invalid(
                     format!("{prefix}.max_body_bytes"),
                     "must be greater than 0",
                 ));
@@ -110,7 +116,7 @@ impl Settings {
         let web_config = match &self.web.config_file {
             None => Ok(WebConfigFile::none()),
             Some(path) => WebConfigFile::load(path).map_err(|e| {
-                problems.push(invalid(
+                problems.push(Problem::invalid(
                     "web.config_file",
                     format_args!("{}: {e}", path.display()),
                 ));
@@ -141,13 +147,13 @@ fn telemetry_path(value: String) -> Result<String, Problem> {
     const KEY: &str = "web.telemetry_path";
     let reserved = ["/", "/-/healthy", "/-/ready"];
     if !value.starts_with('/') || value.contains(['?', '#', ' ']) {
-        return Err(invalid(
+        return Err(Problem::invalid(
             KEY,
             format_args!("`{value}` is not a path such as /metrics"),
         ));
     }
     if reserved.contains(&value.as_str()) {
-        return Err(invalid(
+        return Err(Problem::invalid(
             KEY,
             format_args!("`{value}` is taken by the exporter itself"),
         ));
@@ -171,12 +177,12 @@ fn remote(
         if running_as_root_in_a_container() {
             warnings.push(problem);
         } else {
-            problems.push(invalid(format!("{prefix}.token_file"), problem));
+            problems.push(Problem::invalid(format!("{prefix}.token_file"), problem));
         }
     }
     let base_url = api.base_url.clone();
     if base_url.is_none() {
-        problems.push(invalid(
+        problems.push(Problem::invalid(
             format!("{prefix}.base_url"),
             "required (the address of the API, e.g. https://api.example.com), unless --demo",
         ));
@@ -200,11 +206,11 @@ fn token(
             TokenError::Unreadable { .. } => "token_file",
             _ => "token",
         };
-        invalid(format!("{prefix}.{key}"), e)
+        Problem::invalid(format!("{prefix}.{key}"), e)
     };
     let value = match (token, file) {
         (Some(_), Some(_)) => {
-            return Err(invalid(
+            return Err(Problem::invalid(
                 format!("{prefix}.token"),
                 format_args!("set only one of {prefix}.token and {prefix}.token_file"),
             ));
@@ -212,7 +218,7 @@ fn token(
         (Some(token), None) => token.expose().to_owned(),
         (None, Some(path)) => auth::read_token_file(path).map_err(error)?,
         (None, None) => {
-            return Err(invalid(
+            return Err(Problem::invalid(
                 format!("{prefix}.token_file"),
                 format_args!(
                     "one of {prefix}.token_file and {prefix}.token is required, unless --demo"

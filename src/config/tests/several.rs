@@ -149,3 +149,52 @@ fn wrong_values_in_several_accounts_are_each_reported_and_the_right_ones_kept() 
         std::time::Duration::from_secs(3)
     );
 }
+
+#[test]
+fn a_misplaced_value_or_account_is_named_as_its_layer_writes_it() {
+    let texts = |file: Option<&TomlFile>, vars: &[(&str, &str)]| -> Vec<String> {
+        let cli = file.map_or_else(Cli::default, TomlFile::cli);
+        let error = load(&cli, vars).unwrap_err();
+        error.problems().iter().map(|p| p.text.clone()).collect()
+    };
+    let value = TomlFile::new("value", "poll = 5\n");
+    let at = value.0.display().to_string();
+    assert!(
+        texts(Some(&value), REMOTE).contains(&format!(
+            "{at}: `poll` must be a section (`[poll]`), not a value"
+        )),
+        "{:?}",
+        texts(Some(&value), REMOTE)
+    );
+    let accounts = TomlFile::new("accounts-value", "accounts = 3\n");
+    let at = accounts.0.display().to_string();
+    assert!(texts(Some(&accounts), &[]).contains(&format!(
+        "{at}: `accounts` must be tables, `[accounts.NAME]`"
+    )));
+    let account = TomlFile::new("account-value", "[accounts]\neu = 1\n");
+    let at = account.0.display().to_string();
+    assert!(texts(Some(&account), &[]).contains(&format!(
+        "{at}: `accounts.eu` must be a table, `[accounts.eu]`"
+    )));
+    let env = texts(
+        None,
+        &[
+            ("REPUTATION_EXPORTER_ACCOUNTS__EU", "x"),
+            ("REPUTATION_EXPORTER_ACCOUNTS__US__TOKN", "t"),
+            ("REPUTATION_EXPORTER_APII__TIMEOUT", "3s"),
+        ],
+    );
+    for expected in [
+        "REPUTATION_EXPORTER_ACCOUNTS__EU: an account's key is set as \
+         REPUTATION_EXPORTER_ACCOUNTS__<NAME>__<KEY>",
+        "REPUTATION_EXPORTER_ACCOUNTS__US__TOKN: unknown key `accounts.us.tokn`; did you mean \
+         `REPUTATION_EXPORTER_ACCOUNTS__US__TOKEN`?",
+        "REPUTATION_EXPORTER_APII__TIMEOUT: unknown section `apii`; did you mean \
+         `REPUTATION_EXPORTER_API__TIMEOUT`?",
+    ] {
+        assert!(
+            env.contains(&expected.to_owned()),
+            "{expected} not in {env:#?}"
+        );
+    }
+}
