@@ -4,7 +4,7 @@ use reputation_exporter::demo::SimulatedApi;
 use reputation_exporter::vocabulary::Kind;
 use serde_json::json;
 
-use crate::helpers::{PROMETHEUS_ACCEPT, TestApp, eventually, sample, spawn_accounts};
+use crate::helpers::{PROMETHEUS_ACCEPT, TestApp, eventually, sample, spawn_accounts, up};
 
 const EU_TOKEN: &str = "eu-secret-token";
 const US_TOKEN: &str = "us-secret-token";
@@ -44,10 +44,6 @@ async fn probe(app: &TestApp, target: &str) -> String {
 async fn probe_when(app: &TestApp, target: &str, condition: impl Fn(&str) -> bool) -> String {
     let path = format!("/probe?target={target}");
     app.when(&format!("{path} to hold"), &path, condition).await
-}
-
-fn up(body: &str) -> bool {
-    sample(body, "reputation_up") == Some(1.0)
 }
 
 #[tokio::test]

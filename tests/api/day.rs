@@ -10,7 +10,6 @@ use reputation_exporter::accounts::Upstreams;
 use reputation_exporter::app::App;
 use reputation_exporter::config::{Config, Settings};
 use reputation_exporter::demo::{DEMO_TOKEN, Fault, SimulatedApi};
-use reputation_exporter::vocabulary::Secret;
 
 use crate::helpers::{get_in_process as get, sample};
 
@@ -23,12 +22,14 @@ const IP_LIST: &str = "/api/v1/ip-list";
 fn config(accounts: &[&str]) -> Config {
     let mut settings = Settings::default();
     settings.asset_reports.enabled = true;
-    for name in accounts {
-        let mut api = settings.api.clone();
-        api.base_url = Some(format!("http://{name}.simulated").parse().unwrap());
-        api.token = Some(Secret::new(DEMO_TOKEN));
-        settings.accounts.insert((*name).to_owned(), api);
-    }
+    let accounts: Vec<_> = accounts
+        .iter()
+        .map(|name| {
+            let url = format!("http://{name}.simulated").parse().unwrap();
+            (*name, url, DEMO_TOKEN)
+        })
+        .collect();
+    crate::helpers::with_accounts(&mut settings, &accounts);
     settings.validate(false).expect("valid")
 }
 

@@ -12,7 +12,7 @@ use reputation_exporter::demo::{Fault, SimulatedApi};
 use reputation_exporter::logging::LogFormat;
 use reputation_exporter::vocabulary::Kind;
 
-use crate::helpers::{Options, PausedApp, TestApp, eventually, sample, spawn_app_with, up};
+use crate::helpers::{Options, PausedApp, TestApp, eventually, sample, spawn_app_with, up, value};
 
 const IP_LIST: &str = "/api/v1/ip-list";
 const DOMAIN_LIST: &str = "/api/v1/domain-list";
@@ -33,10 +33,6 @@ fn options(interval: &'static str, configure: fn(&mut Settings)) -> Options {
         }),
         ..Options::default()
     }
-}
-
-fn value(body: &str, series: &str) -> f64 {
-    sample(body, series).unwrap_or_else(|| panic!("no sample {series} in\n{body}"))
 }
 
 #[tokio::test]

@@ -8,13 +8,9 @@ use reputation_exporter::vocabulary::Kind;
 use serde_json::json;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
-use crate::helpers::{Options, TestApp, sample, spawn_app_with, up};
+use crate::helpers::{Options, TestApp, sample, spawn_app_with, up, value};
 
 const IP_LIST: &str = "/api/v1/ip-list";
-
-fn value(body: &str, series: &str) -> f64 {
-    sample(body, series).unwrap_or_else(|| panic!("no sample {series} in\n{body}"))
-}
 
 async fn polled(interval: &'static str) -> TestApp {
     let app = spawn_app_with(Options {

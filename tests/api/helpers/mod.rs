@@ -1,16 +1,24 @@
-//! Spawning the exporter against the simulated API, and typed helpers to talk to it.
+//! Spawning the exporter against the simulated API, typed helpers to talk to it, and the one
+//! wait of the tests ([`until`]); reading expositions ([`exposition`]), logs ([`logs`]) and
+//! exporters on the paused clock ([`paused`]) have files of their own.
+
+mod exposition;
+mod logs;
+mod paused;
+
+pub use exposition::{reference_parse, sample, up, value};
+use logs::capture;
+pub use paused::{PausedApp, get_in_process};
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
-use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::process::Command;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use reputation_exporter::accounts::Upstreams;
 use reputation_exporter::app::{App, ConfigSource};
 use reputation_exporter::config::Settings;
 use reputation_exporter::demo::{DEMO_TOKEN, SimulatedApi};
-use reputation_exporter::logging::{self, LogFormat};
+use reputation_exporter::logging::LogFormat;
 use reputation_exporter::server;
 use reputation_exporter::vocabulary::Secret;
 use tokio::net::TcpListener;
@@ -27,6 +35,24 @@ pub const PROMETHEUS_ACCEPT: &str = "application/openmetrics-text;version=1.0.0;
 /// A duration written as in the configuration (`300ms`, `2s`).
 pub fn duration(text: &str) -> Duration {
     reputation_exporter::vocabulary::parse_duration(text).expect("a duration")
+}
+
+/// Configures `accounts`, each `(name, base URL, token)`, as `[accounts.NAME]` tables with the
+/// `[api]` settings they inherit; an empty name is the one account of `[api]` itself.
+pub fn with_accounts(settings: &mut Settings, accounts: &[(&str, reqwest::Url, &str)]) {
+    let shared = settings.api.clone();
+    settings.api.base_url = None;
+    settings.api.token = None;
+    for (name, base_url, token) in accounts {
+        let mut api = shared.clone();
+        api.base_url = Some(base_url.clone());
+        api.token = Some(Secret::new(*token));
+        if name.is_empty() {
+            settings.api = api;
+        } else {
+            settings.accounts.insert((*name).to_owned(), api);
+        }
+    }
 }
 
 /// How to start a test exporter.
@@ -91,28 +117,16 @@ pub async fn spawn_accounts(
     interval: &'static str,
     configure: impl FnOnce(&mut Settings) + Send + 'static,
 ) -> TestApp {
-    let mut urls = Vec::new();
-    for (_, upstream, _) in &accounts {
-        urls.push(upstream.spawn().await.expect("simulated API starts"));
+    let mut configured = Vec::new();
+    for (name, upstream, token) in &accounts {
+        let url = upstream.spawn().await.expect("simulated API starts");
+        configured.push((*name, url.parse().unwrap(), *token));
     }
-    let first = accounts[0].1.clone();
-    let accounts: Vec<(&str, String, &str)> = accounts
-        .into_iter()
-        .zip(urls)
-        .map(|((name, _, token), url)| (name, url, token))
-        .collect();
     spawn_app_with(Options {
-        upstream: first,
+        upstream: accounts[0].1.clone(),
         interval,
         configure: Box::new(move |settings| {
-            settings.api.base_url = None;
-            settings.api.token = None;
-            for (name, url, token) in accounts {
-                let mut api = settings.api.clone();
-                api.base_url = Some(url.parse().unwrap());
-                api.token = Some(Secret::new(token));
-                settings.accounts.insert(name.to_owned(), api);
-            }
+            with_accounts(settings, &configured);
             configure(settings);
         }),
         ..Options::default()
@@ -278,130 +292,6 @@ pub async fn eventually<F: Future<Output = bool>>(what: &str, attempt: impl Fn()
     .await;
 }
 
-/// The value of the one sample line that starts with `series` (name and labels), if any.
-pub fn sample(body: &str, series: &str) -> Option<f64> {
-    body.lines().find_map(|line| {
-        let value = line.strip_prefix(series)?.strip_prefix(' ')?;
-        value.parse().ok()
-    })
-}
-
-type Subscriber = Box<dyn tracing::Subscriber + Send + Sync>;
-
-/// A subscriber of every level, in `format` (the test default when none), writing only to the
-/// returned buffer.
-fn capture(format: Option<LogFormat>) -> (Subscriber, Arc<Mutex<Vec<u8>>>) {
-    let log = Arc::new(Mutex::new(Vec::new()));
-    let sink = log.clone();
-    let writer = move || Sink(sink.clone());
-    let subscriber = match format {
-        Some(format) => logging::subscriber(tracing::Level::TRACE, format, writer),
-        None => Box::new(
-            tracing_subscriber::fmt()
-                .with_max_level(tracing::Level::TRACE)
-                .with_ansi(false)
-                .with_thread_names(true)
-                .with_writer(writer)
-                .finish(),
-        ),
-    };
-    (subscriber, log)
-}
-
-struct Sink(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Sink {
-    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(data);
-        Ok(data.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-/// A Python with the reference `prometheus_client` parsers: the system one when it has them,
-/// otherwise a virtual environment made once under the target directory.
-pub fn python_with_parsers() -> PathBuf {
-    static PYTHON: OnceLock<PathBuf> = OnceLock::new();
-    PYTHON
-        .get_or_init(|| {
-            let has_parsers = |python: &PathBuf| {
-                Command::new(python)
-                    .args(["-c", "import prometheus_client.openmetrics.parser"])
-                    .stderr(Stdio::null())
-                    .status()
-                    .is_ok_and(|s| s.success())
-            };
-            let system = PathBuf::from("python3");
-            if has_parsers(&system) {
-                return system;
-            }
-            let venv = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("python-parsers");
-            let python = venv.join("bin/python3");
-            if !has_parsers(&python) {
-                let made = Command::new("python3")
-                    .args(["-m", "venv"])
-                    .arg(&venv)
-                    .status()
-                    .expect("python3 is needed for the reference parsers");
-                assert!(made.success(), "python3 -m venv failed");
-                let installed = Command::new(&python)
-                    .args([
-                        "-m",
-                        "pip",
-                        "install",
-                        "--quiet",
-                        "--disable-pip-version-check",
-                        "prometheus_client==0.26.0",
-                    ])
-                    .status()
-                    .expect("pip runs");
-                assert!(
-                    installed.success(),
-                    "installing prometheus_client from PyPI failed"
-                );
-            }
-            python
-        })
-        .clone()
-}
-
-/// Parses `body` with Python's reference parser for `format` (`openmetrics` or `text`).
-pub fn reference_parse(body: &str, format: &str) -> serde_json::Value {
-    use std::io::Write as _;
-    let script = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/support/parse_exposition.py"
-    );
-    let mut child = Command::new(python_with_parsers())
-        .arg(script)
-        .arg(format)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("python starts");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(body.as_bytes())
-        .unwrap();
-    let output = child.wait_with_output().unwrap();
-    assert!(
-        output.status.success(),
-        "the {format} parser refused the exposition: {}\n{body}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_slice(&output.stdout).unwrap()
-}
-
-/// Whether the body says that the last poll of both lists succeeded.
-pub fn up(body: &str) -> bool {
-    sample(body, "reputation_up") == Some(1.0)
-}
-
 /// The exporter binary, with none of the tests' own `REPUTATION_EXPORTER_*` variables: the
 /// environment of whoever runs the tests must not configure the exporter under test.
 pub fn exporter() -> Command {
@@ -412,96 +302,4 @@ pub fn exporter() -> Command {
         }
     }
     command
-}
-
-/// A `GET` of `path` answered by `router` in process, its body as text.
-pub async fn get_in_process(router: &axum::Router, path: &str) -> String {
-    use tower::ServiceExt as _;
-    let request = axum::http::Request::get(path)
-        .body(axum::body::Body::empty())
-        .unwrap();
-    let response = router.clone().oneshot(request).await.unwrap();
-    let body = axum::body::to_bytes(response.into_body(), usize::MAX)
-        .await
-        .unwrap();
-    String::from_utf8(body.to_vec()).unwrap()
-}
-
-/// An exporter for a test on Tokio's paused clock (`start_paused = true`): its upstreams answer
-/// through the client's in-process transport and its router is called directly, so no socket
-/// lets real time in and every interval, delay and expiry is exact. Its log goes to a buffer of
-/// its own.
-pub struct PausedApp {
-    /// The first account's upstream.
-    pub upstream: SimulatedApi,
-    router: axum::Router,
-    log: Arc<Mutex<Vec<u8>>>,
-    _app: App,
-    _log: tracing::subscriber::DefaultGuard,
-}
-
-impl PausedApp {
-    /// Builds and starts an exporter of one account: `poll.interval` and `metrics.max_age` as
-    /// given, then `configure`.
-    pub async fn start(
-        upstream: SimulatedApi,
-        interval: &str,
-        max_age: &str,
-        configure: impl FnOnce(&mut Settings),
-    ) -> PausedApp {
-        PausedApp::accounts(vec![("", upstream)], interval, |s| {
-            s.metrics.max_age = duration(max_age);
-            configure(s);
-        })
-        .await
-    }
-
-    /// Builds and starts an exporter of several accounts, each `(name, upstream)` with the
-    /// demo token; an empty name is the unnamed account of `[api]`.
-    pub async fn accounts(
-        accounts: Vec<(&str, SimulatedApi)>,
-        interval: &str,
-        configure: impl FnOnce(&mut Settings),
-    ) -> PausedApp {
-        let mut settings = Settings::default();
-        settings.poll.interval = duration(interval);
-        let mut upstreams = Upstreams::default();
-        for (name, upstream) in &accounts {
-            let host = if name.is_empty() { "upstream" } else { name };
-            let base_url: reqwest::Url = format!("http://{host}.simulated").parse().unwrap();
-            upstreams = upstreams.with(base_url.clone(), upstream.router());
-            let mut api = settings.api.clone();
-            api.base_url = Some(base_url);
-            api.token = Some(Secret::new(DEMO_TOKEN));
-            if name.is_empty() {
-                settings.api = api;
-            } else {
-                settings.accounts.insert((*name).to_owned(), api);
-            }
-        }
-        configure(&mut settings);
-        let config = settings.validate(false).expect("valid test configuration");
-        // The test's runtime runs every task on this thread: they all log here.
-        let (subscriber, log) = capture(Some(LogFormat::Logfmt));
-        let guard = tracing::subscriber::set_default(subscriber);
-        let app = App::build_with(&config, upstreams).await.unwrap();
-        app.start();
-        PausedApp {
-            router: app.router(),
-            upstream: accounts.into_iter().next().unwrap().1,
-            log,
-            _app: app,
-            _log: guard,
-        }
-    }
-
-    /// The exposition (text format).
-    pub async fn metrics(&self) -> String {
-        get_in_process(&self.router, "/metrics").await
-    }
-
-    /// Every line this exporter has logged so far.
-    pub fn logs(&self) -> String {
-        String::from_utf8_lossy(&self.log.lock().unwrap()).into_owned()
-    }
 }
