@@ -201,14 +201,7 @@ async fn once_with_a_target_prints_that_account_and_without_one_says_what_to_giv
             command.output().unwrap()
         })
     };
-    let us_only = run(Some("us")).await.unwrap();
-    assert_eq!(
-        us_only.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&us_only.stderr)
-    );
-    let stdout = String::from_utf8(us_only.stdout).unwrap();
+    let stdout = crate::helpers::succeeded(run(Some("us")).await.unwrap());
     assert!(stdout.contains(r#"reputation_asset_info{kind="ip",asset="198.51.100.7"} 1"#));
     assert!(!stdout.contains("192.0.2.1"));
     assert_eq!(

@@ -5,7 +5,7 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::helpers::exporter;
+use crate::helpers::{exporter, succeeded};
 
 /// `--config.check` with these extra flags, against a valid base URL and token.
 fn config_check(flags: &[&str]) -> std::process::Output {
@@ -110,14 +110,7 @@ fn exit_within(
 
 #[test]
 fn once_prints_the_exposition_and_exits_0_when_every_endpoint_answered() {
-    let output = exporter().args(["--demo", "--once"]).output().unwrap();
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let stdout = String::from_utf8(output.stdout).unwrap();
+    let stdout = succeeded(exporter().args(["--demo", "--once"]).output().unwrap());
     assert!(stdout.contains("reputation_asset_info{kind=\"ip\",asset=\"192.0.2.1\"} 1\n"));
     assert!(stdout.contains("reputation_up 1\n"));
 }
@@ -466,39 +459,68 @@ async fn sighup_reloads_the_configuration_and_never_ends_the_process() {
     };
 
     assert_eq!(gauge(&metrics().await), Some(1.0));
-    hangup(child);
-    until("reload", reloaded(1)).await;
-    assert!(logged(" kept=[api]"), "the demo account was kept");
-    assert!(
-        child.try_wait().unwrap().is_none(),
-        "SIGHUP ended the process"
-    );
-    assert_eq!(gauge(&metrics().await), Some(1.0));
-
-    std::fs::write(&file, "[poll]\ninterval = \"soon\"\n").unwrap();
-    hangup(child);
-    until(
-        "refusal",
-        Box::new(|l: &[String]| {
-            l.iter()
-                .any(|l| l.contains("reload refused") && l.contains("poll.interval"))
-        }),
-    )
-    .await;
-    assert!(
-        child.try_wait().unwrap().is_none(),
-        "a bad configuration ended the process"
-    );
-    assert_eq!(gauge(&metrics().await), Some(0.0));
-
-    std::fs::write(&file, "[poll]\ninterval = \"30m\"\n").unwrap();
-    hangup(child);
-    until("second reload", reloaded(2)).await;
-    assert_eq!(gauge(&metrics().await), Some(1.0));
-    assert!(
-        logged(" changed=[api] "),
-        "a new poll interval rebuilds the account"
-    );
+    // Each SIGHUP: what the file's [poll] says by then (unchanged at first), what the log must
+    // say, a line it must hold, and the reload gauge after.
+    let refused: LinesCondition = Box::new(|l: &[String]| {
+        l.iter()
+            .any(|l| l.contains("reload refused") && l.contains("poll.interval"))
+    });
+    struct Step {
+        poll: Option<&'static str>,
+        what: &'static str,
+        condition: LinesCondition,
+        line: Option<&'static str>,
+        successful: f64,
+    }
+    let steps = [
+        Step {
+            poll: None,
+            what: "reload",
+            condition: reloaded(1),
+            line: Some(" kept=[api]"),
+            successful: 1.0,
+        },
+        Step {
+            poll: Some("interval = \"soon\""),
+            what: "refusal",
+            condition: refused,
+            line: None,
+            successful: 0.0,
+        },
+        Step {
+            poll: Some("interval = \"30m\""),
+            what: "second reload",
+            condition: reloaded(2),
+            line: Some(" changed=[api] "),
+            successful: 1.0,
+        },
+    ];
+    for Step {
+        poll,
+        what,
+        condition,
+        line,
+        successful,
+    } in steps
+    {
+        if let Some(poll) = poll {
+            std::fs::write(&file, format!("[poll]\n{poll}\n")).unwrap();
+        }
+        hangup(child);
+        until(what, condition).await;
+        if let Some(line) = line {
+            assert!(logged(line), "{what}: no line with {line:?}");
+        }
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "{what}: SIGHUP ended the process"
+        );
+        assert_eq!(
+            gauge(&metrics().await),
+            Some(successful),
+            "after the {what}"
+        );
+    }
 
     let killed = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])

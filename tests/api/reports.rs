@@ -222,13 +222,7 @@ async fn three_shards_fetch_every_asset_exactly_once() {
         })
         .await
         .unwrap();
-        assert_eq!(
-            output.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        let stdout = String::from_utf8(output.stdout).unwrap();
+        let stdout = crate::helpers::succeeded(output);
         assert!(
             stdout.contains("reputation_asset_tag_info{"),
             "shard {shard}"

@@ -292,6 +292,18 @@ pub async fn eventually<F: Future<Output = bool>>(what: &str, attempt: impl Fn()
     .await;
 }
 
+/// The standard output of a run of the exporter that must have exited 0; panics with its
+/// standard error otherwise.
+pub fn succeeded(output: std::process::Output) -> String {
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).expect("UTF-8 output")
+}
+
 /// The exporter binary, with none of the tests' own `REPUTATION_EXPORTER_*` variables: the
 /// environment of whoever runs the tests must not configure the exporter under test.
 pub fn exporter() -> Command {
