@@ -142,6 +142,25 @@ pub fn tally(failures: &BTreeMap<Failure, usize>) -> String {
         .join(", ")
 }
 
+/// What the health metrics show, read at once: `reputation_up`, and per endpoint whether it is
+/// up and when it last succeeded (endpoints in label order, only those known), the token's
+/// and system-check's verdicts, the last poll's length.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Gauges {
+    /// Whether the last poll of both lists succeeded.
+    pub up: bool,
+    /// Each endpoint with an outcome: whether its last poll succeeded.
+    pub api_up: Vec<(Endpoint, bool)>,
+    /// Each endpoint that ever succeeded: Unix time of its last success.
+    pub last_success: Vec<(Endpoint, f64)>,
+    /// See [`Health::auth_ok`].
+    pub auth_ok: Option<bool>,
+    /// See [`Health::system_ok`].
+    pub system_ok: Option<bool>,
+    /// See [`Health::poll_duration`].
+    pub poll_duration: Option<Duration>,
+}
+
 /// The health of one account's API. A std mutex: held for a few map updates, never across an
 /// `.await`.
 #[derive(Debug)]
@@ -206,6 +225,26 @@ impl Health {
             .unwrap_or_default()
     }
 
+    /// What the health metrics show, under one lock (a scrape reads it).
+    pub fn gauges(&self) -> Gauges {
+        let state = self.state();
+        let known = || {
+            self.endpoints
+                .iter()
+                .filter_map(|e| Some((*e, state.endpoints.get(e)?)))
+        };
+        Gauges {
+            up: up(&state),
+            api_up: known().filter_map(|(e, s)| Some((e, s.up?))).collect(),
+            last_success: known()
+                .filter_map(|(e, s)| Some((e, s.last_success?)))
+                .collect(),
+            auth_ok: auth_ok(&state),
+            system_ok: state.system_ok,
+            poll_duration: state.poll_duration,
+        }
+    }
+
     /// Records the outcome of one poll of an endpoint.
     pub fn polled(&self, endpoint: Endpoint, outcome: Result<(), Failure>) {
         let now = unix_now();
@@ -221,10 +260,7 @@ impl Health {
 
     /// Whether the last poll of both lists succeeded (`reputation_up`).
     pub fn up(&self) -> bool {
-        let state = self.state();
-        [Endpoint::IpList, Endpoint::DomainList]
-            .iter()
-            .all(|e| state.endpoints.get(e).and_then(|s| s.up) == Some(true))
+        up(&self.state())
     }
 
     /// The endpoints whose last poll failed, each with why.
@@ -305,8 +341,7 @@ impl Health {
 
     /// Whether every endpoint's last answer accepted the token; `None` before any answer.
     pub fn auth_ok(&self) -> Option<bool> {
-        let state = self.state();
-        (!state.auth.is_empty()).then(|| state.auth.values().all(|ok| *ok))
+        auth_ok(&self.state())
     }
 
     /// Records the system-check verdict.
@@ -338,6 +373,16 @@ impl Health {
     pub fn next_poll(&self) -> Option<f64> {
         self.state().next_poll
     }
+}
+
+fn up(state: &State) -> bool {
+    [Endpoint::IpList, Endpoint::DomainList]
+        .iter()
+        .all(|e| state.endpoints.get(e).and_then(|s| s.up) == Some(true))
+}
+
+fn auth_ok(state: &State) -> Option<bool> {
+    (!state.auth.is_empty()).then(|| state.auth.values().all(|ok| *ok))
 }
 
 /// Seconds since the Unix epoch, now.

@@ -210,7 +210,7 @@ pub async fn run(
         .map(|(kind, name)| {
             let client = &client;
             async move {
-                let report = report(client, &name).await;
+                let report = report(client, &name, account.retry.max_elapsed).await;
                 (kind, name, report)
             }
         })
@@ -261,9 +261,14 @@ async fn list(
     Ok(decoded.set.assets.into_iter().map(|a| a.name).collect())
 }
 
-/// One asset's report, with the daemon's retries and `Retry-After`.
-async fn report(client: &Client, name: &str) -> Result<AssetReport, FetchError> {
-    let deadline = Instant::now() + client.retry_policy().max_elapsed + Duration::from_secs(1);
+/// One asset's report, with the daemon's retries and `Retry-After`; retrying stops at
+/// `backoff.max_elapsed` (`retrying`).
+async fn report(
+    client: &Client,
+    name: &str,
+    retrying: Duration,
+) -> Result<AssetReport, FetchError> {
+    let deadline = Instant::now() + retrying + Duration::from_secs(1);
     client.report(name, deadline, |_, _| {}).await
 }
 

@@ -190,7 +190,10 @@ pub(super) fn unknown(written: Vec<Written>) -> Vec<Problem> {
             ),
             (["accounts", _], false, Layer::Env) => Problem::new(
                 "accounts",
-                format!("{at}: an account's key is set as {ENV_PREFIX}ACCOUNTS__<NAME>__<KEY>"),
+                format!(
+                    "{at}: an account's key is set as {}",
+                    variable(&["accounts", "<NAME>", "<KEY>"])
+                ),
             ),
             (["accounts", _, key], ..) if !account_keys().contains(key) => {
                 unknown_key(account_keys(), key)

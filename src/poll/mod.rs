@@ -221,10 +221,9 @@ impl Poller {
         let endpoint = Endpoint::list(kind);
         let fetched = Instant::now();
         let on_retry = |error: &FetchError, delay| self.retrying(endpoint, error, delay);
-        let (client, telemetry) = (&self.client, &self.telemetry);
         let result = fetch_list(
-            client,
-            telemetry,
+            &self.client,
+            &self.telemetry,
             kind,
             self.max_labels,
             cycle.deadline,

@@ -275,35 +275,32 @@ struct HealthState(Arc<Health>);
 
 impl Collector for HealthState {
     fn encode(&self, mut encoder: DescriptorEncoder<'_>) -> Result<(), std::fmt::Error> {
-        let health = &self.0;
+        let gauges = self.0.gauges();
         gauge(
             &mut encoder,
             "reputation_up",
             "1 when the last poll of both list endpoints (ip-list, domain-list) succeeded.",
-            Some(i64::from(health.up())),
+            Some(i64::from(gauges.up)),
         )?;
         gauge_by_endpoint(
             &mut encoder,
             "reputation_api_up",
             "1 when the last poll of the API endpoint succeeded; for asset, 0 once 5 report \
              requests in a row have failed, 1 again at the next that answers.",
-            health
-                .all()
-                .into_iter()
-                .filter_map(|(endpoint, state)| Some((endpoint, i64::from(state.up?)))),
+            gauges.api_up.iter().map(|(e, up)| (*e, i64::from(*up))),
         )?;
         gauge(
             &mut encoder,
             "reputation_api_auth_ok",
             "0 while the last answer of any API endpoint rejected the token (401/403), 1 when \
              every endpoint's last answer accepted it.",
-            health.auth_ok().map(i64::from),
+            gauges.auth_ok.map(i64::from),
         )?;
         gauge(
             &mut encoder,
             "reputation_system_ok",
             "1 when system-check answered 200 with status ok.",
-            health.system_ok().map(i64::from),
+            gauges.system_ok.map(i64::from),
         )
     }
 }
@@ -315,20 +312,18 @@ struct HealthFreshness(Arc<Health>);
 
 impl Collector for HealthFreshness {
     fn encode(&self, mut encoder: DescriptorEncoder<'_>) -> Result<(), std::fmt::Error> {
+        let gauges = self.0.gauges();
         gauge_by_endpoint(
             &mut encoder,
             "reputation_last_success_timestamp_seconds",
             "Unix time of the last successful poll of the API endpoint.",
-            self.0
-                .all()
-                .into_iter()
-                .filter_map(|(endpoint, state)| Some((endpoint, state.last_success?))),
+            gauges.last_success,
         )?;
         gauge(
             &mut encoder,
             "reputation_poll_duration_seconds",
             "Length of the last whole poll of the API, retries included.",
-            self.0.poll_duration().map(|d| d.as_secs_f64()),
+            gauges.poll_duration.map(|d| d.as_secs_f64()),
         )
     }
 }

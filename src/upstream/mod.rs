@@ -228,17 +228,6 @@ impl Client {
         })
     }
 
-    /// The same client with another retry policy (`--once`'s short round, or a test's).
-    pub fn with_retry(mut self, retry: RetryPolicy) -> Client {
-        self.retry = retry;
-        self
-    }
-
-    /// How transient failures are retried.
-    pub fn retry_policy(&self) -> RetryPolicy {
-        self.retry
-    }
-
     /// GETs `path` of `endpoint` and decodes its body, retrying transient failures until they
     /// succeed, `backoff.max_elapsed` has passed, or the next attempt would start after
     /// `deadline`; `on_retry` hears of each failure that is retried, with the delay before the
