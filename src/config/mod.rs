@@ -158,6 +158,7 @@ impl AccountConfig {
             timeout: self.timeout,
             max_body_bytes: self.max_body_bytes,
             retry: self.retry,
+            section: self.section(),
             in_process,
         };
         Client::new(options, telemetry, health)
@@ -180,6 +181,13 @@ impl AccountConfig {
             Duration::ZERO
         };
         self.max_age + round
+    }
+
+    /// Where it is configured: `api`, or `accounts.NAME`.
+    pub fn section(&self) -> String {
+        self.name
+            .as_ref()
+            .map_or_else(|| "api".to_owned(), |name| format!("accounts.{name}"))
     }
 
     /// Its name for people: NAME, or `[api]` for the one account.

@@ -201,12 +201,16 @@ fn token(
     file: Option<&std::path::Path>,
     prefix: &str,
 ) -> Result<Secret, Problem> {
-    let error = |e: TokenError| {
-        let key = match e {
-            TokenError::Unreadable { .. } => "token_file",
-            _ => "token",
-        };
-        Problem::invalid(format!("{prefix}.{key}"), e)
+    // A token from a file is said as the file's: its key and its path.
+    let error = |e: TokenError| match (e, file) {
+        (e @ TokenError::Unreadable { .. }, _) => {
+            Problem::invalid(format!("{prefix}.token_file"), e)
+        }
+        (e, Some(path)) => Problem::invalid(
+            format!("{prefix}.token_file"),
+            format_args!("the token in {} {e}", path.display()),
+        ),
+        (e, None) => Problem::invalid(format!("{prefix}.token"), e),
     };
     let value = match (token, file) {
         (Some(_), Some(_)) => {

@@ -334,7 +334,20 @@ impl Poller {
                 error!(
                     endpoint = endpoint.label(),
                     error = %error,
-                    "the token is rejected: check api.token / api.token_file; {served}"
+                    "the token is rejected: check {} / {}; {served}",
+                    self.client.setting("token"),
+                    self.client.setting("token_file"),
+                );
+            }
+            error if error.is_not_found() => {
+                // Every path the exporter polls exists on the API: the base address is wrong.
+                warn!(
+                    endpoint = endpoint.label(),
+                    url = %self.client.url(endpoint.path()),
+                    error = %error,
+                    "the API has no such address: {} is probably wrong (the API's address \
+                     alone, e.g. https://api.example.com, without /api/v1); {served}",
+                    self.client.setting("base_url"),
                 );
             }
             error => {

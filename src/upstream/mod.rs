@@ -154,6 +154,9 @@ pub struct Client {
     in_process: Option<InProcess>,
     /// Base address with any trailing slash removed, so paths append cleanly.
     base: String,
+    /// Where the account is configured (`api`, `accounts.NAME`), for messages that name its
+    /// keys.
+    section: String,
     /// The `Authorization` header; follows the token file when there is one.
     authorization: Arc<Authorization>,
     timeout: Duration,
@@ -181,6 +184,8 @@ pub struct ClientOptions {
     pub max_body_bytes: u64,
     /// How transient failures are retried.
     pub retry: RetryPolicy,
+    /// Where the account is configured (`api`, `accounts.NAME`), for messages.
+    pub section: String,
     /// Answers requests inside this process instead of over the network, when set.
     pub in_process: Option<InProcess>,
 }
@@ -219,6 +224,7 @@ impl Client {
             http,
             in_process: options.in_process,
             base: options.base_url.as_str().trim_end_matches('/').to_owned(),
+            section: options.section,
             authorization,
             timeout: options.timeout,
             max_body_bytes: options.max_body_bytes,
@@ -226,6 +232,17 @@ impl Client {
             telemetry,
             health,
         })
+    }
+
+    /// The key of this account's configuration that sets `key`: `api.base_url`, or
+    /// `accounts.NAME.base_url`.
+    pub fn setting(&self, key: &str) -> String {
+        format!("{}.{key}", self.section)
+    }
+
+    /// The address `path` is requested at.
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
     }
 
     /// GETs `path` of `endpoint` and decodes its body, retrying transient failures until they
@@ -301,7 +318,7 @@ impl Client {
     }
 
     async fn fetch(&self, path: &str) -> Result<Bytes, FetchError> {
-        let url = format!("{}{path}", self.base);
+        let url = self.url(path);
         let mut response = match &self.in_process {
             Some(service) => self.send_in_process(service, &url).await?,
             None => self
@@ -404,15 +421,66 @@ impl Client {
         let mut refused = false;
         let mut source = std::error::Error::source(&error);
         while let Some(cause) = source {
+            let io = cause.downcast_ref::<std::io::Error>();
+            refused |= io.is_some_and(|e| e.kind() == std::io::ErrorKind::ConnectionRefused);
+            if let Some(words) =
+                tls_error(cause).and_then(|e| tls_in_words(e, &self.setting("base_url")))
+            {
+                return FetchError::Connect {
+                    message: format!("{}: {words}", self.base),
+                    refused: false,
+                };
+            }
             message.push_str(": ");
             message.push_str(&cause.to_string());
-            refused |= cause
-                .downcast_ref::<std::io::Error>()
-                .is_some_and(|e| e.kind() == std::io::ErrorKind::ConnectionRefused);
             source = cause.source();
         }
         FetchError::Connect { message, refused }
     }
+}
+
+/// The TLS failure behind `error`: the error itself, or the inner error of an io::Error (which
+/// `source` skips), however deeply io::Errors wrap it.
+fn tls_error<'a>(error: &'a (dyn std::error::Error + 'static)) -> Option<&'a rustls::Error> {
+    if let Some(tls) = error.downcast_ref::<rustls::Error>() {
+        return Some(tls);
+    }
+    let inner: &(dyn std::error::Error + 'static) =
+        error.downcast_ref::<std::io::Error>()?.get_ref()?;
+    tls_error(inner)
+}
+
+/// The common TLS failures in words that say what to check; `None` for the others, which keep
+/// the TLS library's own words.
+fn tls_in_words(error: &rustls::Error, base_url: &str) -> Option<String> {
+    use rustls::{CertificateError, InvalidMessage};
+    Some(match error {
+        rustls::Error::InvalidMessage(InvalidMessage::InvalidContentType) => format!(
+            "the server does not speak TLS at this address (an https:// URL on a plain-HTTP \
+             port?); check the scheme of {base_url}"
+        ),
+        rustls::Error::InvalidCertificate(certificate) => match certificate {
+            CertificateError::UnknownIssuer => "the server's TLS certificate is not signed by \
+                 an authority this system trusts (self-signed, or a private CA missing from the \
+                 system's trust store)"
+                .to_owned(),
+            CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. } => {
+                format!(
+                    "the server's TLS certificate is not valid for this host name; check the \
+                     host in {base_url}"
+                )
+            }
+            CertificateError::Expired | CertificateError::ExpiredContext { .. } => {
+                "the server's TLS certificate has expired".to_owned()
+            }
+            CertificateError::NotValidYet | CertificateError::NotValidYetContext { .. } => {
+                "the server's TLS certificate is not valid yet (is this machine's clock right?)"
+                    .to_owned()
+            }
+            _ => return None,
+        },
+        _ => return None,
+    })
 }
 
 /// The path of one asset's report: the name percent-encoded as one path segment, so that
@@ -463,6 +531,40 @@ mod tests {
         assert_eq!(segment(".."), None);
         assert_eq!(segment("."), None);
         assert_eq!(segment(""), None);
+    }
+
+    #[test]
+    fn the_common_tls_failures_say_what_to_check() {
+        use rustls::{CertificateError, InvalidMessage};
+        let words = |e| tls_in_words(&e, "accounts.us.base_url");
+        assert_eq!(
+            words(rustls::Error::InvalidMessage(
+                InvalidMessage::InvalidContentType
+            ))
+            .unwrap(),
+            "the server does not speak TLS at this address (an https:// URL on a plain-HTTP \
+             port?); check the scheme of accounts.us.base_url"
+        );
+        assert_eq!(
+            words(rustls::Error::InvalidCertificate(
+                CertificateError::NotValidForName
+            ))
+            .unwrap(),
+            "the server's TLS certificate is not valid for this host name; check the host in \
+             accounts.us.base_url"
+        );
+        assert_eq!(
+            words(rustls::Error::InvalidCertificate(CertificateError::Expired)).unwrap(),
+            "the server's TLS certificate has expired"
+        );
+        assert!(
+            words(rustls::Error::InvalidCertificate(
+                CertificateError::UnknownIssuer
+            ))
+            .unwrap()
+            .starts_with("the server's TLS certificate is not signed by an authority")
+        );
+        assert_eq!(words(rustls::Error::DecryptError), None);
     }
 
     #[test]

@@ -11,6 +11,7 @@ mod health;
 mod helpers;
 mod hostile;
 mod logs;
+mod messages;
 mod metrics;
 mod process;
 mod reload;

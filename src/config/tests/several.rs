@@ -198,3 +198,40 @@ fn a_misplaced_value_or_account_is_named_as_its_layer_writes_it() {
         );
     }
 }
+
+#[test]
+fn a_token_file_that_is_empty_or_holds_a_blank_line_is_named_with_its_key_and_path() {
+    let dir = std::env::temp_dir().join(format!("rexp-token-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for (content, named) in [
+        ("\n", "is empty"),
+        (
+            "t0ken\n\n",
+            "holds a control character (a line break inside the token file?)",
+        ),
+    ] {
+        let path = dir.join("token");
+        std::fs::write(&path, content).unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt as _;
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        }
+        let file = TomlFile::new(
+            "token-file",
+            &format!(
+                "[accounts.us]\nbase_url = \"https://us.example.com\"\ntoken_file = \"{}\"\n",
+                path.display()
+            ),
+        );
+        let error = load(&file.cli(), &[]).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "invalid configuration: accounts.us.token_file: the token in {} {named}",
+                path.display()
+            )
+        );
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
