@@ -6,7 +6,6 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::Context as _;
-use clap::Parser as _;
 use reputation_exporter::app::{self, App};
 use reputation_exporter::backfill;
 use reputation_exporter::config::cli::Command;
@@ -20,7 +19,7 @@ use reputation_exporter::server;
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = Cli::from_args();
     match run(&cli) {
         Ok(code) => code,
         Err(e) if tracing::dispatcher::has_been_set() => {
@@ -57,7 +56,7 @@ fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
         _ => None,
     };
     reputation_exporter::logging::init(config.log.level, config.log.format);
-    let target = cli.target.as_deref();
+    let target = cli.common.target.as_deref();
     let done = match backfill {
         Some(options) => {
             let summary = runtime.block_on(backfill::run(&config, options, target))?;

@@ -37,26 +37,52 @@ pub struct History {
     pub blacklistings: Vec<Sample>,
     /// `reputation_blacklist_listed`, per blacklist.
     pub listed: BTreeMap<String, Vec<Sample>>,
-    /// Values that could not be used: `-1` or unparsable scores, unreadable dates.
-    pub skipped: u64,
+    /// Values that could not be used, by why.
+    pub skipped: Skipped,
+}
+
+/// Values of a history that give no sample, by why.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Skipped {
+    /// Negative values: the API's `-1`, "no score".
+    pub no_value: u64,
+    /// Values that are not numbers.
+    pub not_a_number: u64,
+    /// Dates that cannot be read.
+    pub unreadable_date: u64,
+}
+
+impl Skipped {
+    /// Every value skipped.
+    pub fn total(self) -> u64 {
+        self.no_value + self.not_a_number + self.unreadable_date
+    }
+}
+
+impl std::ops::AddAssign for Skipped {
+    fn add_assign(&mut self, other: Skipped) {
+        self.no_value += other.no_value;
+        self.not_a_number += other.not_a_number;
+        self.unreadable_date += other.unreadable_date;
+    }
 }
 
 impl History {
     /// The samples of `report`, its dates read in `zone`, within `window`.
     pub fn of(report: &AssetReport, zone: &TimeZone, window: Window) -> History {
         let mut history = History::default();
-        let at = |text: Option<&str>, skipped: &mut u64| {
+        let at = |text: Option<&str>, skipped: &mut Skipped| {
             let parsed = text.and_then(|t| date::parse(t, zone));
             if parsed.is_none() {
-                *skipped += 1;
+                skipped.unreadable_date += 1;
             }
             // The API's dates have minutes; whole seconds are exact.
             parsed.map(|seconds| seconds as i64)
         };
-        let mut skipped = 0;
+        let mut skipped = Skipped::default();
         // Values as the API sends them: numbers, or numbers written as text; negative ones
         // (a score of -1) mean none.
-        let values = |entries: Vec<(Option<&str>, &Loose)>, skipped: &mut u64| {
+        let values = |entries: Vec<(Option<&str>, &Loose)>, skipped: &mut Skipped| {
             let mut samples = Vec::with_capacity(entries.len());
             for (date, value) in entries {
                 let Some(time) = at(date, skipped) else {
@@ -68,7 +94,8 @@ impl History {
                             samples.push((time, v));
                         }
                     }
-                    _ => *skipped += 1,
+                    Some(_) => skipped.no_value += 1,
+                    None => skipped.not_a_number += 1,
                 }
             }
             samples
@@ -232,7 +259,15 @@ mod tests {
             history.listed["SBL"],
             [(NOV_1 + 3600, 1.0), (NOV_1 + 86_400 + 3600, 0.0)]
         );
-        assert_eq!(history.skipped, 3, "-1, n/a and an unreadable date");
+        assert_eq!(
+            history.skipped,
+            Skipped {
+                no_value: 1,
+                not_a_number: 1,
+                unreadable_date: 1
+            },
+            "-1, n/a and an unreadable date"
+        );
         assert_eq!(history.counts(), [2, 1, 2]);
         assert_eq!(history.span(), Some((NOV_1, NOV_1 + 90_000)));
     }

@@ -27,7 +27,7 @@ use crate::telemetry::Telemetry;
 use crate::upstream::dto::AssetReport;
 use crate::upstream::{Client, FetchError};
 use crate::vocabulary::{Endpoint, Kind, parse_duration};
-pub use history::{History, Window};
+pub use history::{History, Skipped, Window};
 use output::{Output, Written};
 
 /// What `backfill` was asked to do, checked.
@@ -122,8 +122,8 @@ pub struct Summary {
     pub failed: Vec<String>,
     /// Samples per family and their time range.
     pub samples: Written,
-    /// Values that could not be used.
-    pub values_skipped: u64,
+    /// Values that could not be used, by why.
+    pub values_skipped: Skipped,
     /// Age of the oldest sample in whole days, rounded up: the retention Prometheus needs.
     pub days_back: Option<i64>,
 }
@@ -148,12 +148,16 @@ impl Summary {
             "assets written: {}\nassets skipped: {skipped} (404: {}, 401/403: {}, gave up after \
              retries: {})\nsamples: reputation_senderscore {scores}, reputation_blacklistings \
              {counts}, reputation_blacklist_listed {listed}\ntime range: {range}\nvalues \
-             skipped: {} (-1 or unparsable scores, unreadable dates){}",
+             skipped: {} ({} with no value (-1), {} not a number, {} with a date that cannot be \
+             read){}",
             self.written,
             self.not_found.len(),
             self.refused.len(),
             self.failed.len(),
-            self.values_skipped,
+            self.values_skipped.total(),
+            self.values_skipped.no_value,
+            self.values_skipped.not_a_number,
+            self.values_skipped.unreadable_date,
             self.retention_hint()
         )
     }

@@ -24,9 +24,9 @@ const AFTER_HELP: &str = "Every configuration key can also be set in the environ
 #[derive(Debug, Clone, Default, Parser)]
 #[command(name = "reputation-exporter", version = VERSION, about, after_help = AFTER_HELP)]
 pub struct Cli {
-    /// TOML configuration file.
-    #[arg(long = "config.file", value_name = "FILE", global = true)]
-    pub config_file: Option<PathBuf>,
+    /// The flags `backfill` takes too.
+    #[command(flatten)]
+    pub common: Common,
     /// Address to listen on for the metrics endpoint [default: 0.0.0.0:9525].
     #[arg(long = "web.listen-address", value_name = "ADDR")]
     pub listen_address: Option<String>,
@@ -36,27 +36,49 @@ pub struct Cli {
     /// Web configuration file (exporter-toolkit format): TLS, mutual TLS, basic auth, headers.
     #[arg(long = "web.config.file", value_name = "FILE")]
     pub web_config_file: Option<String>,
-    /// Log level: error, warn, info, debug or trace [default: info].
-    #[arg(long = "log.level", value_name = "LEVEL", global = true)]
-    pub log_level: Option<String>,
-    /// Log format: logfmt or json [default: logfmt].
-    #[arg(long = "log.format", value_name = "FORMAT", global = true)]
-    pub log_format: Option<String>,
     /// Poll once, print the exposition to stdout, exit 0 when every endpoint answered.
     #[arg(long)]
     pub once: bool,
-    /// Serve the built-in simulated API on loopback and export it; no account needed.
-    #[arg(long, global = true)]
-    pub demo: bool,
-    /// With several accounts: the account `--once` and `backfill` work on.
-    #[arg(long, value_name = "NAME", global = true)]
-    pub target: Option<String>,
     /// Load and validate the configuration, print what is wrong or `ok`, and exit.
     #[arg(long = "config.check")]
     pub config_check: bool,
     /// What to do instead of serving.
     #[command(subcommand)]
     pub command: Option<Command>,
+}
+
+/// The flags of both the exporter and `backfill` (not of `simulate`, which reads no
+/// configuration): given before `backfill` or after it, they mean the same.
+#[derive(Debug, Clone, Default, Args)]
+pub struct Common {
+    /// TOML configuration file.
+    #[arg(long = "config.file", value_name = "FILE")]
+    pub config_file: Option<PathBuf>,
+    /// Log level: error, warn, info, debug or trace [default: info].
+    #[arg(long = "log.level", value_name = "LEVEL")]
+    pub log_level: Option<String>,
+    /// Log format: logfmt or json [default: logfmt].
+    #[arg(long = "log.format", value_name = "FORMAT")]
+    pub log_format: Option<String>,
+    /// Serve the built-in simulated API on loopback and export it; no account needed.
+    #[arg(long)]
+    pub demo: bool,
+    /// With several accounts: the account `--once` and `backfill` work on.
+    #[arg(long, value_name = "NAME")]
+    pub target: Option<String>,
+}
+
+impl Common {
+    /// These flags, each replaced by `later`'s where `later` gives it.
+    fn then(self, later: Common) -> Common {
+        Common {
+            config_file: later.config_file.or(self.config_file),
+            log_level: later.log_level.or(self.log_level),
+            log_format: later.log_format.or(self.log_format),
+            demo: self.demo || later.demo,
+            target: later.target.or(self.target),
+        }
+    }
 }
 
 /// The configuration keys that flags set, each with its flag, in the order of
@@ -70,14 +92,26 @@ pub const FLAGS: [(&str, &str); 5] = [
 ];
 
 impl Cli {
+    /// The command line of this process; `backfill`'s own [`Common`] flags count as if given
+    /// before it.
+    pub fn from_args() -> Cli {
+        use clap::Parser as _;
+        let mut cli = Cli::parse();
+        if let Some(Command::Backfill(args)) = &mut cli.command {
+            let given = std::mem::take(&mut args.common);
+            cli.common = std::mem::take(&mut cli.common).then(given);
+        }
+        cli
+    }
+
     /// The value given to each flag of [`FLAGS`], in its order.
     pub fn flag_values(&self) -> [Option<&String>; 5] {
         [
             self.listen_address.as_ref(),
             self.telemetry_path.as_ref(),
             self.web_config_file.as_ref(),
-            self.log_level.as_ref(),
-            self.log_format.as_ref(),
+            self.common.log_level.as_ref(),
+            self.common.log_format.as_ref(),
         ]
     }
 }
@@ -115,6 +149,9 @@ pub struct SimulateArgs {
 /// `backfill`'s flags.
 #[derive(Debug, Clone, Args)]
 pub struct BackfillArgs {
+    /// The configuration, the account and the log, as for the exporter.
+    #[command(flatten)]
+    pub common: Common,
     /// The OpenMetrics file to write (written under another name and renamed when complete).
     #[arg(long, value_name = "FILE")]
     pub output: PathBuf,

@@ -334,7 +334,7 @@ impl Config {
             // well be in it.
             return Err(ConfigError(problems));
         }
-        let config = match settings.validate(cli.demo) {
+        let config = match settings.validate(cli.common.demo) {
             Ok(config) => config,
             Err(ConfigError(more)) => {
                 let said = |key: &str| problems.iter().any(|p: &Problem| p.key == key);
@@ -363,7 +363,7 @@ impl Settings {
             .filter(|(name, _)| name.starts_with(ENV_PREFIX))
             .collect();
         let mut problems = Vec::new();
-        if let Some(file) = &cli.config_file {
+        if let Some(file) = &cli.common.config_file {
             if let Err(error) = std::fs::metadata(file) {
                 let text = format!("--config.file {}: {error}", file.display());
                 problems.push(Problem::new("", text));
@@ -392,7 +392,7 @@ impl Settings {
     /// defaults of [`settings`].
     pub fn figment(cli: &Cli, env: impl IntoIterator<Item = (String, String)>) -> Figment {
         let mut figment = Figment::new();
-        if cli.demo {
+        if cli.common.demo {
             // The simulation moves every few seconds; a shorter default shows it, and asset
             // reports fill the dashboard's blacklist panels within a minute. The file, the
             // environment and the flags can still change both.
@@ -401,7 +401,7 @@ impl Settings {
                 .merge(Serialized::default("asset_reports.enabled", true))
                 .merge(Serialized::default("asset_reports.interval", "30s"));
         }
-        if let Some(file) = &cli.config_file {
+        if let Some(file) = &cli.common.config_file {
             figment = figment.merge(Toml::file_exact(file));
         }
         figment = figment.merge(RawEnv::new(env));

@@ -8,7 +8,6 @@ use std::path::PathBuf;
 use std::str::FromStr;
 use std::time::Duration;
 
-use serde::Deserialize;
 use serde::de::{self, Deserializer, Visitor};
 
 use crate::logging::LogFormat;
@@ -166,24 +165,47 @@ where
     parsed(deserializer, |value| value.parse())
 }
 
-/// A typed value, or its textual form (as environment variables give it).
+/// A value read from its written form, with the words for a wrong one.
+pub trait Written: Sized {
+    /// What a right value looks like, after "is not".
+    const EXPECTED: &'static str;
+    /// The value `text` writes, if it writes one.
+    fn from_written(text: &str) -> Option<Self>;
+}
+
+impl Written for bool {
+    const EXPECTED: &'static str = "true or false";
+    fn from_written(text: &str) -> Option<bool> {
+        match text {
+            "true" => Some(true),
+            "false" => Some(false),
+            _ => None,
+        }
+    }
+}
+
+impl Written for u64 {
+    const EXPECTED: &'static str = "a whole number";
+    fn from_written(text: &str) -> Option<u64> {
+        text.parse().ok()
+    }
+}
+
+impl Written for usize {
+    const EXPECTED: &'static str = "a whole number";
+    fn from_written(text: &str) -> Option<usize> {
+        text.parse().ok()
+    }
+}
+
+/// A typed value (a TOML boolean or number), or its textual form (as environment variables give
+/// it): `yes` for a boolean is refused as "`yes` is not true or false".
 pub fn lenient<'de, D, T>(deserializer: D) -> Result<T, D::Error>
 where
     D: Deserializer<'de>,
-    T: FromStr + Deserialize<'de>,
-    T::Err: fmt::Display,
+    T: Written,
 {
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum Either<T> {
-        Typed(T),
-        Text(String),
-    }
-    match Either::<T>::deserialize(deserializer)? {
-        Either::Typed(value) => Ok(value),
-        Either::Text(text) => text
-            .trim()
-            .parse()
-            .map_err(|e| de::Error::custom(format!("`{text}`: {e}"))),
-    }
+    parsed(deserializer, |value| {
+        T::from_written(value.trim()).ok_or_else(|| format!("`{value}` is not {}", T::EXPECTED))
+    })
 }

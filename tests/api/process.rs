@@ -544,3 +544,60 @@ impl Drop for Running {
         let _ = self.0.wait();
     }
 }
+
+#[test]
+fn simulate_takes_only_its_own_flags_and_backfill_takes_the_common_ones_on_either_side() {
+    let help = succeeded(exporter().args(["simulate", "--help"]).output().unwrap());
+    let (_, options) = help.split_once("Options:").expect("an options section");
+    for flag in ["--assets", "--listen-address", "--report-latency"] {
+        assert!(options.contains(flag), "{flag} missing from\n{help}");
+    }
+    for flag in ["--demo", "--target", "--config.file", "--log.level"] {
+        assert!(!options.contains(flag), "{flag} listed in\n{help}");
+    }
+    let refused = exporter()
+        .args(["simulate", "--demo", "--target", "foo"])
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("unexpected argument '--demo'"), "{stderr}");
+
+    let backfill_help = succeeded(exporter().args(["backfill", "--help"]).output().unwrap());
+    for flag in [
+        "--demo",
+        "--target",
+        "--config.file",
+        "--log.level",
+        "--output",
+    ] {
+        assert!(
+            backfill_help.contains(flag),
+            "{flag} missing from\n{backfill_help}"
+        );
+    }
+    let dir = std::env::temp_dir().join(format!("rexp-flags-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for (i, args) in [
+        ["--demo", "backfill", "--output"],
+        ["backfill", "--demo", "--output"],
+    ]
+    .iter()
+    .enumerate()
+    {
+        let file = dir.join(format!("history-{i}.om"));
+        let output = exporter()
+            .args(args)
+            .arg(&file)
+            .args(["--since", "2d", "--log.level", "error"])
+            .output()
+            .unwrap();
+        let summary = String::from_utf8_lossy(&output.stderr).into_owned();
+        assert_eq!(output.status.code(), Some(0), "{args:?}: {summary}");
+        assert!(
+            summary.contains("assets written: 36"),
+            "{args:?}: {summary}"
+        );
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}

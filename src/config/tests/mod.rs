@@ -3,6 +3,7 @@
 use std::net::SocketAddr;
 use std::path::Path;
 
+use super::cli::Common;
 use super::*;
 
 fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
@@ -168,7 +169,10 @@ impl TomlFile {
 
     fn cli(&self) -> Cli {
         Cli {
-            config_file: Some(self.0.clone()),
+            common: Common {
+                config_file: Some(self.0.clone()),
+                ..Common::default()
+            },
             ..Cli::default()
         }
     }
@@ -247,7 +251,10 @@ fn every_problem_is_reported_not_only_the_first() {
 #[test]
 fn a_missing_configuration_file_is_one_line() {
     let cli = Cli {
-        config_file: Some("/nonexistent/reputation-exporter.toml".into()),
+        common: Common {
+            config_file: Some("/nonexistent/reputation-exporter.toml".into()),
+            ..Common::default()
+        },
         ..Cli::default()
     };
     let message = load(&cli, REMOTE).unwrap_err().to_string();
@@ -314,7 +321,10 @@ fn a_missing_base_url_is_refused_unless_demo() {
     let message = load(&Cli::default(), &[]).unwrap_err().to_string();
     assert!(message.contains("api.base_url"), "{message}");
     let demo = Cli {
-        demo: true,
+        common: Common {
+            demo: true,
+            ..Common::default()
+        },
         ..Cli::default()
     };
     let config = load(&demo, &[]).unwrap();
@@ -382,9 +392,12 @@ fn a_token_file_loses_its_trailing_newline() {
 #[test]
 fn the_toml_example_is_valid_and_holds_the_defaults() {
     let cli = Cli {
-        config_file: Some(
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("config/reputation-exporter.toml"),
-        ),
+        common: Common {
+            config_file: Some(
+                Path::new(env!("CARGO_MANIFEST_DIR")).join("config/reputation-exporter.toml"),
+            ),
+            ..Common::default()
+        },
         ..Cli::default()
     };
     let (from_file, problems) = Settings::extract(&cli, env(REMOTE));

@@ -235,3 +235,26 @@ fn a_token_file_that_is_empty_or_holds_a_blank_line_is_named_with_its_key_and_pa
     }
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+#[test]
+fn a_wrong_boolean_or_number_is_said_in_the_projects_words() {
+    let file = TomlFile::new("words", "[asset_reports]\nenabled = \"yes\"\n");
+    let vars = [
+        REMOTE[0],
+        REMOTE[1],
+        ("REPUTATION_EXPORTER_ASSET_REPORTS__CONCURRENCY", "four"),
+    ];
+    let error = load(&file.cli(), &vars).unwrap_err();
+    let texts: Vec<&str> = error.problems().iter().map(|p| p.text.as_str()).collect();
+    assert_eq!(
+        texts,
+        [
+            "REPUTATION_EXPORTER_ASSET_REPORTS__CONCURRENCY: `four` is not a whole number".into(),
+            format!(
+                "{}: `asset_reports.enabled`: `yes` is not true or false",
+                file.0.display()
+            ),
+        ],
+        "{error}"
+    );
+}
