@@ -185,7 +185,7 @@ mod tests {
             senderscore: vec![(100, score), (200, score + 1.0)],
             blacklistings: vec![(100, 0.0)],
             listed: BTreeMap::from([("SBL".to_owned(), vec![(150, 1.0)])]),
-            skipped: super::super::Skipped::default(),
+            skipped: crate::backfill::Skipped::default(),
         };
         output.write(Kind::Ip, "192.0.2.1", &history(80.0)).unwrap();
         output

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use axum::extract::{Query, State};
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{Html, IntoResponse as _, Response};
 
 use super::AppState;
@@ -13,6 +13,10 @@ use crate::accounts::{Account, Accounts};
 use crate::health::unix_now;
 use crate::snapshot::{LOW_SCORE, Snapshot, WORST_KEPT};
 use crate::vocabulary::{Endpoint, Kind, SndsColour, spoken_duration};
+
+/// How often the landing page reloads itself, so that its "next poll due in" and its health
+/// stay current.
+const REFRESH: Duration = Duration::from_secs(30);
 
 /// Assets listed on the landing page; the rest are in `/metrics`.
 const LANDING_ROWS: usize = WORST_KEPT;
@@ -36,13 +40,15 @@ pub(super) struct Landing {
 pub(super) async fn landing(
     State(state): State<AppState>,
     Query(landing): Query<Landing>,
+    headers: HeaderMap,
 ) -> Response {
     let accounts = state.accounts();
+    let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
     match (accounts.single(), landing.account.as_deref()) {
-        (Some(one), _) => Html(account_page(&state, one)).into_response(),
-        (None, None) => Html(accounts_page(&state, &accounts)).into_response(),
+        (Some(one), _) => Html(account_page(&state, one, host)).into_response(),
+        (None, None) => Html(accounts_page(&state, &accounts, host)).into_response(),
         (None, Some(name)) => match accounts.resolve(Some(name)) {
-            Ok(account) => Html(account_page(&state, account)).into_response(),
+            Ok(account) => Html(account_page(&state, account, host)).into_response(),
             Err(_) => (
                 StatusCode::NOT_FOUND,
                 Html(format!(
@@ -59,9 +65,41 @@ pub(super) async fn landing(
 
 /// The document's start, up to and including the page title.
 fn head() -> String {
+    let every = REFRESH.as_secs();
     format!(
-        "<!doctype html><html><head><meta charset=\"utf-8\"><title>Reputation Exporter</title>\
+        "<!doctype html><html><head><meta charset=\"utf-8\">\
+         <meta http-equiv=\"refresh\" content=\"{every}\"><title>Reputation Exporter</title>\
          <style>{STYLE}</style></head><body><h1>Reputation Exporter</h1>"
+    )
+}
+
+/// What to do next, under every page: scrape the exporter, add the dashboard and the alerts.
+/// `host` is the address the browser used (the `Host` header), when it sent one.
+fn next_steps(state: &AppState, host: Option<&str>, several: bool) -> String {
+    let target = escape(host.unwrap_or("reputation-exporter:9525"));
+    let path = escape(&state.telemetry_path);
+    let scrape = if several {
+        format!(
+            "scrape_configs:\n  - job_name: reputation\n    metrics_path: /probe\n    \
+             static_configs:\n      - targets: [NAME, ...]\n    relabel_configs:\n      \
+             - source_labels: [__address__]\n        target_label: __param_target\n      \
+             - source_labels: [__param_target]\n        target_label: instance\n      \
+             - target_label: __address__\n        replacement: {target}"
+        )
+    } else {
+        format!(
+            "scrape_configs:\n  - job_name: reputation\n    metrics_path: {path}\n    \
+             static_configs:\n      - targets: [\"{target}\"]"
+        )
+    };
+    let readme = concat!(env!("CARGO_PKG_REPOSITORY"), "#readme");
+    format!(
+        "<h2>Next steps</h2><p>Point Prometheus at this exporter (<code>prometheus.yml</code>):\
+         </p><pre>{scrape}</pre><p>Then import the Grafana dashboard \
+         (<code>deploy/grafana/dashboard.json</code>) and load the alerts and rules \
+         (<code>deploy/prometheus/</code>); the <a href=\"{readme}\">README</a> says how, and \
+         how to run the exporter against a real account. This page refreshes every {}.</p>",
+        spoken(REFRESH.as_secs_f64())
     )
 }
 
@@ -126,7 +164,7 @@ fn no_data(account: &Account) -> String {
 }
 
 /// One account's page: what the single-account exporter shows at `/`, and `/?account=NAME`.
-fn account_page(state: &AppState, account: &Account) -> String {
+fn account_page(state: &AppState, account: &Account, host: Option<&str>) -> String {
     let snapshot = account.store.current();
     let mut page = head();
     let version = env!("CARGO_PKG_VERSION");
@@ -209,6 +247,7 @@ fn account_page(state: &AppState, account: &Account) -> String {
         assets_table(&mut page, &snapshot, &path);
     }
     page.push_str(&legend());
+    page.push_str(&next_steps(state, host, account.name.is_some()));
     page.push_str("</body></html>\n");
     page
 }
@@ -284,7 +323,7 @@ fn assets_table(page: &mut String, snapshot: &Snapshot, path: &str) {
 
 /// The page of an exporter with several accounts: each account's health, its assets in
 /// trouble, when it is polled next, and the links to its page and its probe.
-fn accounts_page(state: &AppState, accounts: &Accounts) -> String {
+fn accounts_page(state: &AppState, accounts: &Accounts, host: Option<&str>) -> String {
     let mut page = head();
     let version = env!("CARGO_PKG_VERSION");
     let path = escape(&state.telemetry_path);
@@ -358,6 +397,7 @@ fn accounts_page(state: &AppState, accounts: &Accounts) -> String {
     page.push_str("</table>");
     page.push_str(&configuration(state));
     page.push_str(&legend());
+    page.push_str(&next_steps(state, host, true));
     page.push_str("</body></html>\n");
     page
 }
