@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::task::JoinSet;
+use tokio::time::Instant;
 use tracing::{Instrument as _, info};
 
 use crate::config::{self, AccountConfig, Config, Source};
@@ -77,19 +78,48 @@ pub struct Account {
     /// nothing that must be finished, so stopping at any await is stopping cleanly. A std
     /// mutex, never held across an `.await`.
     tasks: Mutex<JoinSet<()>>,
-    /// With `--demo`, the simulated API it polls, served as long as the account lives.
-    _simulated: Option<SimulatedApi>,
+    /// Where its API is: the configured address, or where `--demo` started the simulated API.
+    base_url: reqwest::Url,
+    /// With `--demo`, the simulated API it polls, served as long as the account (or the one
+    /// that takes over from it) lives.
+    simulated: Option<SimulatedApi>,
 }
 
 impl Account {
-    /// Builds the account `config` describes; with `--demo`, starts the simulated API.
-    async fn build(config: AccountConfig, upstreams: &Upstreams) -> Result<Account, AccountError> {
-        let health = Arc::new(Health::new(&config.endpoints()));
-        let telemetry = Arc::new(Telemetry::new(health.clone()));
-        let (client, simulated) =
-            connect(&config, telemetry.clone(), health.clone(), upstreams).await?;
-        let store = Store::new(config.max_age, config.report_max_age());
-        let reports = config.reports.enabled.then(|| {
+    /// Builds the account `config` describes; with `--demo`, starts the simulated API. With
+    /// `previous` (the same account, whose shared settings changed), takes over its data,
+    /// health, metrics, upstream and schedule: the lists are polled when they were due, and
+    /// report rounds go on spread, when they were due, instead of starting with a burst.
+    async fn build(
+        config: AccountConfig,
+        upstreams: &Upstreams,
+        previous: Option<&Account>,
+    ) -> Result<Account, AccountError> {
+        let (health, telemetry, store, upstream) = match previous {
+            Some(before) => {
+                before
+                    .store
+                    .set_max_ages(config.max_age, config.report_max_age());
+                let upstream = (before.base_url.clone(), before.simulated.clone());
+                let (health, telemetry) = (before.health.clone(), before.telemetry.clone());
+                (health, telemetry, before.store.clone(), upstream)
+            }
+            None => {
+                let health = Arc::new(Health::new(&config.endpoints()));
+                let telemetry = Arc::new(Telemetry::new(health.clone()));
+                let store = Store::new(config.max_age, config.report_max_age());
+                (health, telemetry, store, upstream(&config).await?)
+            }
+        };
+        let (base_url, simulated) = upstream;
+        let in_process = upstreams.get(&base_url);
+        let client = config.client(
+            base_url.clone(),
+            in_process,
+            telemetry.clone(),
+            health.clone(),
+        )?;
+        let mut reports = config.reports.enabled.then(|| {
             ReportPoller::new(
                 client.clone(),
                 telemetry.clone(),
@@ -99,7 +129,7 @@ impl Account {
                 config.max_labels,
             )
         });
-        let poller = Poller::new(
+        let mut poller = Poller::new(
             client.clone(),
             telemetry.clone(),
             health.clone(),
@@ -107,6 +137,17 @@ impl Account {
             config.poll_interval,
             config.max_labels,
         );
+        if previous.is_some() {
+            // Due as before, or sooner when the new interval is shorter.
+            let now = Instant::now();
+            if let Some(due) = health.next_poll() {
+                poller = poller.first_at(due.min(now + config.poll_interval));
+            }
+            if let Some(due) = health.next_round() {
+                let interval = config.reports.interval;
+                reports = reports.map(|r| r.first_at(due.min(now + interval)));
+            }
+        }
         Ok(Account {
             name: config.name.clone(),
             store,
@@ -117,7 +158,8 @@ impl Account {
             reports,
             config,
             tasks: Mutex::default(),
-            _simulated: simulated,
+            base_url,
+            simulated,
         })
     }
 
@@ -192,10 +234,15 @@ pub struct Changes {
     pub added: Vec<String>,
     /// Accounts whose configuration changed: rebuilt.
     pub changed: Vec<String>,
+    /// Accounts of which only shared settings changed, each with the keys: they keep their
+    /// data and schedule, with the new settings.
+    pub reconfigured: Vec<(String, Vec<&'static str>)>,
     /// Accounts no longer configured: stopped.
     pub removed: Vec<String>,
     /// Accounts that keep running as they were.
     pub kept: Vec<String>,
+    /// Settings that changed but take effect only at the next restart (`web.listen_address`).
+    pub restart: Vec<&'static str>,
 }
 
 impl Accounts {
@@ -211,20 +258,30 @@ impl Accounts {
         for account in &config.accounts {
             let name = account.shown();
             let before = previous.and_then(|p| p.get(account.name.as_deref()));
-            match before {
-                Some(before) if before.config == *account => {
+            let shared = before.and_then(|b| b.config.shared_changes(account));
+            let inherit = match (before, shared) {
+                (Some(before), Some(keys)) if keys.is_empty() => {
                     changes.kept.push(name);
                     accounts.push(before.clone());
+                    continue;
                 }
-                before => {
-                    if before.is_some() {
-                        changes.changed.push(name);
-                    } else if previous.is_some() {
+                (Some(before), Some(keys)) => {
+                    changes.reconfigured.push((name, keys));
+                    Some(&**before)
+                }
+                (Some(_), None) => {
+                    changes.changed.push(name);
+                    None
+                }
+                (None, _) => {
+                    if previous.is_some() {
                         changes.added.push(name);
                     }
-                    accounts.push(Arc::new(Account::build(account.clone(), upstreams).await?));
+                    None
                 }
-            }
+            };
+            let built = Account::build(account.clone(), upstreams, inherit).await?;
+            accounts.push(Arc::new(built));
         }
         if let Some(previous) = previous {
             for before in &previous.0 {
@@ -302,17 +359,13 @@ impl Accounts {
     }
 }
 
-/// The API client of one account; with `--demo`, the simulated API it talks to, started on
-/// loopback (or in process, when `upstreams` serves the demo's address) and served as long as
-/// it is held.
-pub async fn connect(
+/// Where an account's API is: the configured address; with `--demo`, the simulated API, started
+/// on loopback and served as long as it is held.
+async fn upstream(
     config: &AccountConfig,
-    telemetry: Arc<Telemetry>,
-    health: Arc<Health>,
-    upstreams: &Upstreams,
-) -> Result<(Client, Option<SimulatedApi>), AccountError> {
-    let (base_url, simulated) = match &config.source {
-        Source::Remote { base_url, .. } => (base_url.clone(), None),
+) -> Result<(reqwest::Url, Option<SimulatedApi>), AccountError> {
+    match &config.source {
+        Source::Remote { base_url, .. } => Ok((base_url.clone(), None)),
         Source::Demo => {
             let simulated = SimulatedApi::demo();
             let url = simulated.spawn().await.map_err(AccountError::Demo)?;
@@ -320,9 +373,20 @@ pub async fn connect(
             let base_url = url
                 .parse()
                 .map_err(|e| AccountError::Demo(std::io::Error::other(format!("{url}: {e}"))))?;
-            (base_url, Some(simulated))
+            Ok((base_url, Some(simulated)))
         }
-    };
+    }
+}
+
+/// The API client of one account, on its own (`backfill`); with `--demo`, the simulated API it
+/// talks to, served as long as it is held.
+pub async fn connect(
+    config: &AccountConfig,
+    telemetry: Arc<Telemetry>,
+    health: Arc<Health>,
+    upstreams: &Upstreams,
+) -> Result<(Client, Option<SimulatedApi>), AccountError> {
+    let (base_url, simulated) = upstream(config).await?;
     let in_process = upstreams.get(&base_url);
     let client = config.client(base_url, in_process, telemetry, health)?;
     Ok((client, simulated))

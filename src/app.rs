@@ -5,8 +5,9 @@
 //! A reload (SIGHUP, or `POST /-/reload`) reads the configuration again from the source `main`
 //! gives (the file and the environment), validates it whole, and swaps in the accounts it
 //! describes: unchanged accounts keep running with their data and their report rounds, added
-//! ones start, changed ones are rebuilt, removed ones stop. A configuration that fails
-//! validation changes nothing.
+//! ones start, accounts of which only shared settings changed go on with their data and
+//! schedule under the new settings, changed ones are rebuilt, removed ones stop. A
+//! configuration that fails validation changes nothing.
 
 use std::io::Write as _;
 use std::sync::Arc;
@@ -352,7 +353,8 @@ impl Core {
         for warning in &config.warnings {
             warn!("{warning}");
         }
-        for what in restart_only(&running, &config) {
+        let restart = restart_only(&running, &config);
+        for what in &restart {
             warn!("{what} changed; the change takes effect at the next restart");
         }
         let previous = self.accounts.borrow().clone();
@@ -361,7 +363,7 @@ impl Core {
         if previous.ready() {
             self.ready.store(true, Ordering::Relaxed);
         }
-        let (accounts, changes) =
+        let (accounts, mut changes) =
             match Accounts::build(&config, &self.upstreams, Some(&previous)).await {
                 Ok(built) => built,
                 Err(e) => {
@@ -373,9 +375,11 @@ impl Core {
         accounts.start();
         self.accounts.send_replace(Arc::new(accounts));
         self.process.config_applied(true);
+        changes.restart = restart;
         info!(
             added = %changes.added.join(","),
             changed = %changes.changed.join(","),
+            reconfigured = %reconfigured(&changes),
             removed = %changes.removed.join(","),
             kept = %changes.kept.join(","),
             "configuration reloaded"
@@ -385,7 +389,17 @@ impl Core {
     }
 }
 
-/// A reload's changes in a line, for `/-/reload`.
+/// The reconfigured accounts with the keys that changed: `[api]: poll.interval, backoff`.
+fn reconfigured(changes: &Changes) -> String {
+    let accounts: Vec<String> = changes
+        .reconfigured
+        .iter()
+        .map(|(name, keys)| format!("{name}: {}", keys.join(", ")))
+        .collect();
+    accounts.join("; ")
+}
+
+/// A reload's changes in a line, for `/-/reload`; what needs a restart in a second.
 fn describe(changes: &Changes) -> String {
     let list = |names: &[String]| {
         if names.is_empty() {
@@ -394,13 +408,25 @@ fn describe(changes: &Changes) -> String {
             names.join(", ")
         }
     };
-    format!(
-        "Reloaded. Accounts added: {}; changed: {}; removed: {}; kept: {}.",
+    let reconfigured = match reconfigured(changes) {
+        none if none.is_empty() => "none".to_owned(),
+        some => some,
+    };
+    let mut said = format!(
+        "Reloaded. Accounts added: {}; changed: {}; with new shared settings (data and \
+         schedule kept): {reconfigured}; removed: {}; kept: {}.",
         list(&changes.added),
         list(&changes.changed),
         list(&changes.removed),
         list(&changes.kept)
-    )
+    );
+    if !changes.restart.is_empty() {
+        said.push_str(&format!(
+            "\nNot applied until the next restart: {} changed.",
+            changes.restart.join(", ")
+        ));
+    }
+    said
 }
 
 /// The settings a reload cannot change in a running process, that `new` changes.

@@ -11,6 +11,8 @@ use std::collections::BTreeMap;
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use tokio::time::Instant;
+
 use crate::vocabulary::{Code, Endpoint};
 
 /// How many asset report requests in a row must fail (after their retries) before the asset
@@ -179,8 +181,10 @@ struct State {
     system_ok: Option<bool>,
     /// Length of the last whole poll of the lists.
     poll_duration: Option<Duration>,
-    /// Unix time the next poll of the lists is due, once the first has ended.
-    next_poll: Option<f64>,
+    /// When the next poll of the lists is due, once the first has ended.
+    next_poll: Option<Instant>,
+    /// When the next asset report round is due, once the first has started.
+    next_round: Option<Instant>,
     /// Asset report requests that failed in a row, since the last that answered.
     report_failures: u32,
 }
@@ -364,14 +368,25 @@ impl Health {
         self.state().poll_duration
     }
 
-    /// Records when the next poll of the lists is due (Unix time).
-    pub fn set_next_poll(&self, at: f64) {
+    /// Records when the next poll of the lists is due.
+    pub fn set_next_poll(&self, at: Instant) {
         self.state().next_poll = Some(at);
     }
 
-    /// When the next poll of the lists is due (Unix time), once the first has ended.
-    pub fn next_poll(&self) -> Option<f64> {
+    /// When the next poll of the lists is due, once the first has ended: for the landing page,
+    /// and for a poller that takes over the schedule after a reload.
+    pub fn next_poll(&self) -> Option<Instant> {
         self.state().next_poll
+    }
+
+    /// Records when the next asset report round is due.
+    pub fn set_next_round(&self, at: Instant) {
+        self.state().next_round = Some(at);
+    }
+
+    /// When the next asset report round is due, once the first has started.
+    pub fn next_round(&self) -> Option<Instant> {
+        self.state().next_round
     }
 }
 

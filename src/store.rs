@@ -20,11 +20,6 @@ use crate::vocabulary::Kind;
 /// The latest good data of each list and the snapshot built from it.
 #[derive(Debug)]
 pub struct Store {
-    /// `metrics.max_age`: how long a list outlives a failing endpoint.
-    max_age: Duration,
-    /// How long a report is kept: one report interval (it is refreshed once per round) plus
-    /// `metrics.max_age`, so that a round on schedule never lets a report expire first.
-    report_max_age: Duration,
     /// A std mutex held while a snapshot is built (CPU work, run off the async threads), so
     /// that two lists arriving together publish in order and neither update is lost.
     parts: Mutex<Parts>,
@@ -35,6 +30,11 @@ pub struct Store {
 
 #[derive(Debug, Default)]
 struct Parts {
+    /// `metrics.max_age`: how long a list outlives a failing endpoint.
+    max_age: Duration,
+    /// How long a report is kept: one report interval (it is refreshed once per round) plus
+    /// `metrics.max_age`, so that a round on schedule never lets a report expire first.
+    report_max_age: Duration,
     ips: Option<Part>,
     domains: Option<Part>,
     /// Shared with the snapshots; copied on write.
@@ -56,9 +56,11 @@ impl Store {
     pub fn new(max_age: Duration, report_max_age: Duration) -> Arc<Store> {
         let (snapshots, _) = watch::channel(Arc::new(Snapshot::build(None, None, None, false)));
         Arc::new(Store {
-            max_age,
-            report_max_age,
-            parts: Mutex::new(Parts::default()),
+            parts: Mutex::new(Parts {
+                max_age,
+                report_max_age,
+                ..Parts::default()
+            }),
             snapshots,
             cycles: watch::channel(0).0,
         })
@@ -149,13 +151,13 @@ impl Store {
         let stale: Vec<(Kind, String)> = parts
             .report_times
             .iter()
-            .filter(|(_, fetched)| now.duration_since(**fetched) >= self.report_max_age)
+            .filter(|(_, fetched)| now.duration_since(**fetched) >= parts.report_max_age)
             .map(|(key, _)| key.clone())
             .collect();
         if !stale.is_empty() {
             warn!(
                 reports = stale.len(),
-                max_age = ?self.report_max_age,
+                max_age = ?parts.report_max_age,
                 "asset reports not refreshed within asset_reports.interval + metrics.max_age: \
                  dropping them"
             );
@@ -172,11 +174,11 @@ impl Store {
         ] {
             if part
                 .as_ref()
-                .is_some_and(|p| now.duration_since(p.fetched) >= self.max_age)
+                .is_some_and(|p| now.duration_since(p.fetched) >= parts.max_age)
             {
                 warn!(
                     kind = kind.label(),
-                    max_age = ?self.max_age,
+                    max_age = ?parts.max_age,
                     "no good poll within metrics.max_age: dropping the assets of this kind"
                 );
                 *part = None;
@@ -189,17 +191,25 @@ impl Store {
         dropped
     }
 
+    /// Keeps lists for `max_age` and reports for `report_max_age` from now on (a reload that
+    /// changed `metrics.max_age` or `asset_reports.interval`).
+    pub fn set_max_ages(&self, max_age: Duration, report_max_age: Duration) {
+        let mut parts = self.parts();
+        parts.max_age = max_age;
+        parts.report_max_age = report_max_age;
+    }
+
     /// When the next list or report held will reach its maximum age.
     pub fn next_expiry(&self) -> Option<Instant> {
         let parts = self.parts();
         let lists = [&parts.ips, &parts.domains]
             .into_iter()
             .flatten()
-            .map(|p| p.fetched + self.max_age);
+            .map(|p| p.fetched + parts.max_age);
         let reports = parts
             .report_times
             .values()
-            .map(|fetched| *fetched + self.report_max_age);
+            .map(|fetched| *fetched + parts.report_max_age);
         lists.chain(reports).min()
     }
 

@@ -183,6 +183,54 @@ impl AccountConfig {
         self.max_age + round
     }
 
+    /// The shared settings (`[poll]`, `[backoff]`, `[metrics]`, `[asset_reports]`) in which
+    /// `new` differs from this configuration of the same account, by key; `None` when `new` is
+    /// another account or polls other endpoints (another source, token, timeout or body cap,
+    /// or reports turned on or off), which only a new account can apply.
+    pub fn shared_changes(&self, new: &AccountConfig) -> Option<Vec<&'static str>> {
+        let same_account = self.name == new.name
+            && self.source == new.source
+            && self.timeout == new.timeout
+            && self.max_body_bytes == new.max_body_bytes
+            && self.reports.enabled == new.reports.enabled;
+        if !same_account {
+            return None;
+        }
+        let (old, new_reports) = (&self.reports, &new.reports);
+        let reports = old.enabled;
+        let changes = [
+            (self.poll_interval != new.poll_interval, "poll.interval"),
+            (self.retry != new.retry, "backoff"),
+            (self.max_age != new.max_age, "metrics.max_age"),
+            (
+                self.max_labels != new.max_labels,
+                "metrics.max_labels_per_asset",
+            ),
+            (
+                reports && old.interval != new_reports.interval,
+                "asset_reports.interval",
+            ),
+            (
+                reports && old.concurrency != new_reports.concurrency,
+                "asset_reports.concurrency",
+            ),
+            (
+                reports && old.selection != new_reports.selection,
+                "asset_reports.include/exclude/shard",
+            ),
+            (
+                reports && old.timezone != new_reports.timezone,
+                "asset_reports.timezone",
+            ),
+        ];
+        Some(
+            changes
+                .into_iter()
+                .filter_map(|(changed, key)| changed.then_some(key))
+                .collect(),
+        )
+    }
+
     /// Where it is configured: `api`, or `accounts.NAME`.
     pub fn section(&self) -> String {
         self.name

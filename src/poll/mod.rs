@@ -13,7 +13,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tracing::{debug, error, info, warn};
 
-use crate::health::{Failure, Health, unix_now};
+use crate::health::{Failure, Health};
 use crate::model::{AssetSet, DecodedAssets};
 use crate::store::Store;
 use crate::telemetry::Telemetry;
@@ -38,6 +38,9 @@ pub struct Poller {
     interval: Duration,
     /// Most host names kept per asset (`metrics.max_labels_per_asset`).
     max_labels: usize,
+    /// When the first cycle starts: at once, or (after a reload that changed only shared
+    /// settings) when the previous poller's next cycle was due.
+    first: Option<Instant>,
 }
 
 /// One cycle's bounds: when its retries must stop, and when the next cycle begins (`None`
@@ -66,12 +69,22 @@ impl Poller {
             store,
             interval,
             max_labels,
+            first: None,
         }
+    }
+
+    /// The same poller, its first cycle at `at` instead of at once.
+    pub fn first_at(mut self, at: Instant) -> Self {
+        self.first = Some(at);
+        self
     }
 
     /// Polls forever. Nothing the upstream does ends this loop.
     pub async fn run(self) {
         let mut next_user = Instant::now();
+        if let Some(first) = self.first {
+            self.serve_until(first).await;
+        }
         loop {
             let started = Instant::now();
             let due = started + self.interval;
@@ -81,22 +94,26 @@ impl Poller {
                 next_poll: Some(self.interval),
             };
             let outcome = self.cycle(with_user, cycle).await;
-            let wait = due.saturating_duration_since(Instant::now());
-            self.health.set_next_poll(unix_now() + wait.as_secs_f64());
+            self.health.set_next_poll(due);
             // `user` is asked hourly once it has answered; until then, every cycle.
             if with_user && outcome.user {
                 next_user = started + USER_INTERVAL;
             }
-            loop {
-                let wake = self.store.next_expiry().map_or(due, |e| e.min(due));
-                tokio::time::sleep_until(wake).await;
-                // Rebuilding the snapshot walks every asset: off the async workers.
-                let store = self.store.clone();
-                let now = Instant::now();
-                let _ = crate::task::spawn_blocking(move || store.expire(now)).await;
-                if Instant::now() >= due {
-                    break;
-                }
+            self.serve_until(due).await;
+        }
+    }
+
+    /// Waits until `due`, dropping what passes `metrics.max_age` meanwhile.
+    async fn serve_until(&self, due: Instant) {
+        loop {
+            let wake = self.store.next_expiry().map_or(due, |e| e.min(due));
+            tokio::time::sleep_until(wake).await;
+            // Rebuilding the snapshot walks every asset: off the async workers.
+            let store = self.store.clone();
+            let now = Instant::now();
+            let _ = crate::task::spawn_blocking(move || store.expire(now)).await;
+            if Instant::now() >= due {
+                return;
             }
         }
     }

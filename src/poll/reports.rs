@@ -79,6 +79,9 @@ pub struct ReportPoller {
     selection: Selection,
     zone: TimeZone,
     max_labels: usize,
+    /// When the first round starts, spread: see [`ReportPoller::first_at`]. `None`: once the
+    /// first list poll has served, at full concurrency.
+    first: Option<Instant>,
 }
 
 /// What one report request gave.
@@ -110,23 +113,41 @@ impl ReportPoller {
             selection: schedule.selection,
             zone: schedule.timezone,
             max_labels,
+            first: None,
         }
+    }
+
+    /// The same poller, its first round at `at` and spread (a reload that changed only shared
+    /// settings: the reports are there, and a burst would cost the API a round for nothing).
+    pub fn first_at(mut self, at: Instant) -> Self {
+        self.first = Some(at);
+        self
     }
 
     /// Runs rounds forever, the first once the first poll of both lists has ended with at least
     /// one of them served (a list arriving before the other must not leave the other's assets
     /// out of the first round, which would delay their reports by a whole interval).
     pub async fn run(self) {
-        let mut snapshots = self.store.subscribe();
-        self.store.first_cycle().await;
-        if snapshots.wait_for(|s| s.ready).await.is_err() {
-            return;
-        }
         // The first round at full concurrency: its series matter most right after a start.
         let mut spread = false;
+        match self.first {
+            Some(first) => {
+                // The reports are there: go on with spread rounds, on the previous schedule.
+                tokio::time::sleep_until(first).await;
+                spread = true;
+            }
+            None => {
+                let mut snapshots = self.store.subscribe();
+                self.store.first_cycle().await;
+                if snapshots.wait_for(|s| s.ready).await.is_err() {
+                    return;
+                }
+            }
+        }
         loop {
             let started = Instant::now();
             let due = started + self.interval;
+            self.health.set_next_round(due);
             self.round(started, due, spread).await;
             spread = true;
             tokio::time::sleep_until(due).await;

@@ -142,7 +142,7 @@ fn schedule(account: &Account) -> String {
     match account.health.next_poll() {
         Some(at) => format!(
             "The lists are polled every {every}; the next poll is due in {}.",
-            spoken(at - unix_now())
+            spoken_duration(at.saturating_duration_since(tokio::time::Instant::now()))
         ),
         None => format!("The lists are polled every {every}; the first poll is under way."),
     }
@@ -382,10 +382,9 @@ fn accounts_page(state: &AppState, accounts: &Accounts, host: Option<&str>) -> S
         } else {
             format!("<td colspan=\"4\" class=\"warn\">{}</td>", no_data(account))
         };
-        let next = account
-            .health
-            .next_poll()
-            .map_or("–".to_owned(), |at| spoken(at - unix_now()));
+        let next = account.health.next_poll().map_or("–".to_owned(), |at| {
+            spoken_duration(at.saturating_duration_since(tokio::time::Instant::now()))
+        });
         let _ = write!(
             page,
             "<tr><td><a href=\"/?account={name}\">{name}</a></td><td class=\"{class}\">{lists}</td>\

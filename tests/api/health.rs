@@ -154,10 +154,13 @@ async fn the_landing_page_summarises_the_fleet_colours_trouble_and_says_why_an_e
     assert!(!page.contains("<script"));
     assert!(!page.contains("Demo mode"), "not a demo");
     // It stays current by itself, and says what to do next with the address the browser used.
-    assert!(page.contains(r#"<meta http-equiv="refresh" content="30">"#), "{page}");
+    assert!(
+        page.contains(r#"<meta http-equiv="refresh" content="30">"#),
+        "{page}"
+    );
     let scrape = format!(
         "<pre>scrape_configs:\n  - job_name: reputation\n    metrics_path: /metrics\n    \
-         static_configs:\n      - targets: [&quot;{}&quot;]</pre>",
+         static_configs:\n      - targets: [\"{}\"]</pre>",
         app.address
     );
     assert!(page.contains(&scrape), "{page}");

@@ -491,7 +491,7 @@ async fn sighup_reloads_the_configuration_and_never_ends_the_process() {
             poll: Some("interval = \"30m\""),
             what: "second reload",
             condition: reloaded(2),
-            line: Some(" changed=[api] "),
+            line: Some(" changed=\"\" reconfigured=\"[api]: poll.interval\" "),
             successful: 1.0,
         },
     ];

@@ -97,7 +97,8 @@ async fn a_reload_adds_an_account_and_the_unchanged_one_keeps_its_poller_and_dat
     assert_eq!(answer.status(), 200);
     assert_eq!(
         answer.text().await.unwrap(),
-        "Reloaded. Accounts added: us; changed: none; removed: none; kept: eu.\n"
+        "Reloaded. Accounts added: us; changed: none; with new shared settings (data and \
+         schedule kept): none; removed: none; kept: eu.\n"
     );
     probe_has(&app, "us", "reputation_up 1").await;
     probe_has(&app, "eu", "asset=\"192.0.2.2\"").await;
@@ -108,17 +109,17 @@ async fn a_reload_adds_an_account_and_the_unchanged_one_keeps_its_poller_and_dat
     );
     let metrics = app.metrics().await;
     assert_eq!(reload_gauge(&metrics), Some(1.0), "{metrics}");
-    assert!(
-        app.logs()
-            .contains(r#"msg="configuration reloaded" added=us changed="" removed="" kept=eu"#)
-    );
+    assert!(app.logs().contains(
+        r#"msg="configuration reloaded" added=us changed="" reconfigured="" removed="" kept=eu"#
+    ));
 
     // Removed: its poller stops and its probe is gone.
     written.set(&[("us", &us_url)]);
     let answer = app.post("/-/reload").await.text().await.unwrap();
     assert_eq!(
         answer,
-        "Reloaded. Accounts added: none; changed: none; removed: eu; kept: us.\n"
+        "Reloaded. Accounts added: none; changed: none; with new shared settings (data and \
+         schedule kept): none; removed: eu; kept: us.\n"
     );
     assert_eq!(app.get("/probe?target=eu").await.status(), 400);
 }
@@ -164,5 +165,100 @@ async fn a_refused_configuration_changes_nothing_and_says_why() {
         app.get("/-/reload").await.status(),
         405,
         "a reload is a POST"
+    );
+}
+
+/// Whole minutes from `start` to each request of `path`.
+fn minutes(api: &SimulatedApi, path: &str, start: tokio::time::Instant) -> Vec<u64> {
+    api.arrivals(path)
+        .into_iter()
+        .map(|at| at.duration_since(start).as_secs() / 60)
+        .collect()
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_new_poll_interval_keeps_the_data_the_schedule_and_the_report_round() {
+    use crate::helpers::PausedApp;
+    use std::time::Duration;
+    const ASSET: &str = "/api/v1/asset";
+    const IP_LIST: &str = "/api/v1/ip-list";
+    let upstream = SimulatedApi::new(16, 4);
+    // Production's schedule: lists every 5 minutes, reports hourly.
+    let app = PausedApp::accounts(vec![("", upstream.clone())], "5m", |s| {
+        s.asset_reports.enabled = true;
+    })
+    .await;
+    let start = tokio::time::Instant::now();
+    let minute = Duration::from_secs(60);
+    tokio::time::sleep_until(start + 12 * minute).await;
+    assert_eq!(upstream.requests(ASSET), 20, "the first round, at once");
+    assert_eq!(minutes(&upstream, IP_LIST, start), [0, 5, 10]);
+    let tags = |body: &str| body.matches("reputation_asset_tag_info{").count();
+    let tagged = tags(&app.metrics().await);
+    assert!(tagged >= 20, "every asset has tags");
+
+    // 12 minutes in, between two polls and long before the next round: 10-minute polls.
+    let changes = app
+        .reload_with(|s| s.poll.interval = crate::helpers::duration("10m"))
+        .await;
+    assert_eq!(
+        changes.reconfigured,
+        [("[api]".to_owned(), vec!["poll.interval"])]
+    );
+    assert!(changes.changed.is_empty() && changes.kept.is_empty());
+    let body = app.metrics().await;
+    assert_eq!(
+        tags(&body),
+        tagged,
+        "every report still served right after the reload"
+    );
+
+    // The poll that was due at 15 minutes comes then, the next 10 minutes later; no report
+    // is asked for again before the next round is due, an hour after the first.
+    tokio::time::sleep_until(start + 59 * minute).await;
+    assert_eq!(
+        minutes(&upstream, IP_LIST, start),
+        [0, 5, 10, 15, 25, 35, 45, 55]
+    );
+    assert_eq!(
+        upstream.requests(ASSET),
+        20,
+        "no report round was spent on the reload"
+    );
+    // The next round runs as it would have, spread over its hour.
+    tokio::time::sleep_until(start + 70 * minute).await;
+    let reports = minutes(&upstream, ASSET, start);
+    let second: Vec<u64> = reports[20..].to_vec();
+    assert!(
+        !second.is_empty() && second.len() < 10,
+        "spread: {second:?}"
+    );
+    assert!(second.iter().all(|m| *m >= 60), "{second:?}");
+    assert_eq!(tags(&app.metrics().await), tagged);
+}
+
+#[tokio::test]
+async fn a_reload_says_in_its_answer_what_waits_for_a_restart() {
+    // The reload reads what the exporter started with, on another listen address.
+    let started: Arc<Mutex<Option<Settings>>> = Arc::default();
+    let seen = started.clone();
+    let app = spawn_app_with(Options {
+        configure: Box::new(move |settings| *seen.lock().unwrap() = Some(settings.clone())),
+        reload: Some(Arc::new(move || {
+            let mut settings = started.lock().unwrap().clone().expect("started");
+            settings.web.listen_address = "127.0.0.1:9".parse().unwrap();
+            settings.validate(false)
+        })),
+        ..Options::default()
+    })
+    .await;
+    let answer = app.post("/-/reload").await;
+    assert_eq!(answer.status(), 200);
+    let text = answer.text().await.unwrap();
+    assert!(
+        text.ends_with(
+            "kept: [api].\nNot applied until the next restart: web.listen_address changed.\n"
+        ),
+        "{text}"
     );
 }

@@ -17,9 +17,11 @@ e2e_name=backfill
 # The section's first ```sh block, and the retention it tells Prometheus to keep.
 awk '/^## Backfilling history/{in_section=1} in_section && /^```sh/{block=1; next}
      block && /^```/{exit} block{print}' README.md >"$work/block.sh"
-retention=$(awk '/^## Backfilling history/{s=1} /^## Architecture/{s=0} s' README.md |
-    grep -o -m1 -- '--storage.tsdb.retention.time=[0-9a-z]*') ||
-    fail "the README gives no retention"
+# One awk, no pipeline: a reader that stops at its first match must not SIGPIPE the writer.
+retention=$(awk '/^## Backfilling history/{s=1} /^## Architecture/{s=0}
+    s && match($0, /--storage[.]tsdb[.]retention[.]time=[0-9a-z]+/) {
+        print substr($0, RSTART, RLENGTH); exit }' README.md)
+[ -n "$retention" ] || fail "the README gives no retention"
 grep -q '^reputation-exporter backfill ' "$work/block.sh" || fail "the backfill command was not found"
 grep -q '^promtool tsdb create-blocks-from openmetrics ' "$work/block.sh" ||
     fail "the promtool command was not found"

@@ -75,7 +75,8 @@ until curl -sf "http://127.0.0.1:$port/metrics" | grep '^reputation_asset_tag_in
 done
 curl -sf -o /dev/null -H 'Accept-Encoding: gzip' "http://127.0.0.1:$port/metrics"
 curl -sf -o /dev/null "http://127.0.0.1:$port/"
-traced=$(pgrep -P "${pids[0]}" | head -n1)
+traced=$(pgrep -P "${pids[0]}")
+traced=${traced%%$'\n'*}
 [ -n "$traced" ] || fail "no exporter under strace"
 kill -HUP "$traced"
 until grep -q 'configuration reloaded' "$work/serve.log"; do

@@ -2,7 +2,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use reputation_exporter::accounts::Upstreams;
+use reputation_exporter::accounts::{Changes, Upstreams};
 use reputation_exporter::app::App;
 use reputation_exporter::config::Settings;
 use reputation_exporter::demo::{DEMO_TOKEN, SimulatedApi};
@@ -33,7 +33,9 @@ pub struct PausedApp {
     pub upstream: SimulatedApi,
     router: axum::Router,
     log: Arc<Mutex<Vec<u8>>>,
-    _app: App,
+    /// The settings it was built from, which [`PausedApp::reload_with`] changes.
+    settings: Settings,
+    app: App,
     _log: tracing::subscriber::DefaultGuard,
 }
 
@@ -72,7 +74,10 @@ impl PausedApp {
         }
         with_accounts(&mut settings, &configured);
         configure(&mut settings);
-        let config = settings.validate(false).expect("valid test configuration");
+        let config = settings
+            .clone()
+            .validate(false)
+            .expect("valid test configuration");
         // The test's runtime runs every task on this thread: they all log here.
         let (subscriber, log) = capture(Some(LogFormat::Logfmt));
         let guard = tracing::subscriber::set_default(subscriber);
@@ -82,9 +87,18 @@ impl PausedApp {
             router: app.router(),
             upstream: accounts.into_iter().next().unwrap().1,
             log,
-            _app: app,
+            settings,
+            app,
             _log: guard,
         }
+    }
+
+    /// Reloads it with its settings changed by `change`, as SIGHUP would after an edit.
+    pub async fn reload_with(&self, change: impl FnOnce(&mut Settings)) -> Changes {
+        let mut settings = self.settings.clone();
+        change(&mut settings);
+        let config = settings.validate(false).expect("valid test configuration");
+        self.app.reload(config).await.expect("the reload applies")
     }
 
     /// The exposition (text format).
