@@ -1,4 +1,4 @@
-//! The shipped dashboard, rules and README name the metrics the exporter really emits.
+//! The shipped dashboard, rules and docs/metrics.md name the metrics the exporter really emits.
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -70,10 +70,9 @@ fn read(path: &str) -> String {
     std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(path)).unwrap()
 }
 
-/// The first column of each row of the README table under `heading`.
-fn readme_table(readme: &str, heading: &str) -> Vec<String> {
-    readme
-        .lines()
+/// The first column of each row of the table under `heading` in a Markdown page.
+fn markdown_table(page: &str, heading: &str) -> Vec<String> {
+    page.lines()
         .skip_while(|l| *l != heading)
         .skip(1)
         .skip_while(|l| !l.starts_with('|'))
@@ -90,26 +89,26 @@ fn readme_table(readme: &str, heading: &str) -> Vec<String> {
         .collect()
 }
 
-/// A family as the README's report table writes it: `name{kind,asset,label}`.
+/// A family as the report table of docs/metrics.md writes it: `name{kind,asset,label}`.
 fn with_labels(family: &AssetFamily) -> String {
     let labels: Vec<&str> = ["kind", "asset"].into_iter().chain(family.label).collect();
     format!("{}{{{}}}", family.family.name, labels.join(","))
 }
 
 #[tokio::test]
-async fn the_readme_metric_tables_are_the_families_written() {
-    let readme = read("README.md");
-    let list = readme_table(&readme, "### Per asset");
+async fn the_documented_metric_tables_are_the_families_written() {
+    let page = read("docs/metrics.md");
+    let list = markdown_table(&page, "## Per asset");
     let expected: Vec<&str> = assets::list_families().map(|f| f.family.name).collect();
     assert_eq!(
         list, expected,
-        "the README's per-asset table, in exposition order"
+        "the per-asset table of docs/metrics.md, in exposition order"
     );
     // The list table leaves out kind and asset (every row has them); a family's own label is
     // named in its row.
     for family in assets::list_families() {
         if let Some(label) = family.label {
-            let row = readme
+            let row = page
                 .lines()
                 .find(|l| l.starts_with(&format!("| `{}` |", family.family.name)))
                 .unwrap();
@@ -119,16 +118,19 @@ async fn the_readme_metric_tables_are_the_families_written() {
             );
         }
     }
-    let reports = readme_table(
-        &readme,
-        "### Per asset, from asset reports (when `asset_reports.enabled`)",
+    let reports = markdown_table(
+        &page,
+        "## Per asset, from asset reports (when `asset_reports.enabled`)",
     );
     let expected: Vec<String> = assets::report_families().map(with_labels).collect();
-    assert_eq!(reports, expected, "the README's report table, with labels");
+    assert_eq!(
+        reports, expected,
+        "the report table of docs/metrics.md, with labels"
+    );
 
     // The exporter's own families: every one in the table, nothing else (the process_*
     // families have one row for all).
-    let own: BTreeSet<String> = readme_table(&readme, "### The exporter and the API")
+    let own: BTreeSet<String> = markdown_table(&page, "## The exporter and the API")
         .iter()
         .map(|row| row.split('{').next().unwrap().to_owned())
         .filter(|name| name.starts_with("reputation_"))
@@ -141,7 +143,7 @@ async fn the_readme_metric_tables_are_the_families_written() {
         .collect();
     assert_eq!(
         own, emitted,
-        "the README's table of the exporter's own metrics"
+        "the table of the exporter's own metrics in docs/metrics.md"
     );
 }
 
@@ -308,4 +310,55 @@ fn every_alert_links_its_own_heading_of_the_shipped_runbook() {
     let alerts_count = alerts.matches("- alert: ").count();
     assert_eq!(linked, alerts_count, "every alert has a runbook_url");
     assert!(linked >= 12, "{linked} alerts");
+}
+
+/// GitHub's anchor of a heading: lower case, punctuation but `-` and `_` dropped, spaces as `-`.
+fn anchor(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter(|c| c.is_alphanumeric() || matches!(c, '-' | '_' | ' '))
+        .map(|c| if c == ' ' { '-' } else { c })
+        .collect()
+}
+
+#[test]
+fn every_link_between_the_readme_and_the_docs_reaches_a_file_and_its_heading() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut pages = vec![root.join("README.md"), root.join("CHANGELOG.md")];
+    for entry in std::fs::read_dir(root.join("docs")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "md") {
+            pages.push(path);
+        }
+    }
+    let mut checked = 0;
+    for page in &pages {
+        let text = std::fs::read_to_string(page).unwrap();
+        for link in text.split("](").skip(1) {
+            let target = link.split(')').next().unwrap();
+            if target.starts_with("http") || target.starts_with("mailto:") {
+                continue;
+            }
+            let (path, heading) = target.split_once('#').unwrap_or((target, ""));
+            let file = if path.is_empty() {
+                page.clone()
+            } else {
+                page.parent().unwrap().join(path)
+            };
+            assert!(file.exists(), "{}: {target} does not exist", page.display());
+            if !heading.is_empty() {
+                let headings = std::fs::read_to_string(&file).unwrap();
+                let found = headings
+                    .lines()
+                    .filter(|l| l.starts_with('#'))
+                    .filter_map(|l| l.trim_start_matches('#').strip_prefix(' '))
+                    .any(|h| anchor(h) == heading);
+                assert!(found, "{}: no heading #{heading} in {path}", page.display());
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked > 40, "only {checked} links found");
 }

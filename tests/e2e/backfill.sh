@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# History backfill end to end, as the README's "Backfilling history" section says to do it:
+# History backfill end to end, as docs/backfill.md says to do it:
 # its two commands run as written (with --demo, against the simulated API), Prometheus started
 # with the retention it gives, then a past value read back through the query API, and every
 # panel and annotation of the shipped dashboard run over the backfilled months as Grafana would
@@ -14,24 +14,22 @@ e2e_name=backfill
 # shellcheck source=tests/e2e/lib.sh
 . tests/e2e/lib.sh
 
-# The section's first ```sh block, and the retention it tells Prometheus to keep.
-awk '/^## Backfilling history/{in_section=1} in_section && /^```sh/{block=1; next}
-     block && /^```/{exit} block{print}' README.md >"$work/block.sh"
+# The page's first ```sh block, and the retention it tells Prometheus to keep.
+awk '/^```sh/{block=1; next} block && /^```/{exit} block{print}' docs/backfill.md >"$work/block.sh"
 # One awk, no pipeline: a reader that stops at its first match must not SIGPIPE the writer.
-retention=$(awk '/^## Backfilling history/{s=1} /^## Architecture/{s=0}
-    s && match($0, /--storage[.]tsdb[.]retention[.]time=[0-9a-z]+/) {
-        print substr($0, RSTART, RLENGTH); exit }' README.md)
-[ -n "$retention" ] || fail "the README gives no retention"
+retention=$(awk 'match($0, /--storage[.]tsdb[.]retention[.]time=[0-9a-z]+/) {
+        print substr($0, RSTART, RLENGTH); exit }' docs/backfill.md)
+[ -n "$retention" ] || fail "docs/backfill.md gives no retention"
 grep -q '^reputation-exporter backfill ' "$work/block.sh" || fail "the backfill command was not found"
 grep -q '^promtool tsdb create-blocks-from openmetrics ' "$work/block.sh" ||
     fail "the promtool command was not found"
 sed -e "s#^reputation-exporter backfill #\"$exporter_bin\" backfill --demo #" \
     -e "s#/var/lib/prometheus/metrics2#$work/data#g" "$work/block.sh" >"$work/run.sh"
-(cd "$work" && bash -e run.sh) >"$work/backfill.log" 2>&1 || fail "the README's commands failed"
+(cd "$work" && bash -e run.sh) >"$work/backfill.log" 2>&1 || fail "the commands of docs/backfill.md failed"
 grep -q '^assets written: 36$' "$work/backfill.log" || fail "not every demo asset was written"
 blocks=$(find "$work/data" -mindepth 1 -maxdepth 1 -type d | wc -l)
 [ "$blocks" -ge 1 ] && [ "$blocks" -le 8 ] || fail "promtool made $blocks blocks, not a handful"
-echo "backfill: the README's commands wrote $(grep -c '' "$work/history.om") lines and $blocks blocks"
+echo "backfill: the commands of docs/backfill.md wrote $(grep -c '' "$work/history.om") lines and $blocks blocks"
 
 # A past sample: the oldest Sender Score of 192.0.2.1 in the file.
 line=$(grep -m1 '^reputation_senderscore{.*asset="192.0.2.1"}' "$work/history.om")

@@ -110,14 +110,14 @@ check("dashboard queries changed", changed, len(exprs(dd)))
 print(f"override: {len(oa)} alert expressions and runbook links, {changed} dashboard queries and the score colours follow _config")
 PY
 
-# The README's kube-prometheus example, vendored where jsonnet-bundler puts it
+# The kube-prometheus example of docs/deploying.md, vendored where jsonnet-bundler puts it
 # (vendor/<host>/<owner>/<repository>/<subdirectory>).
 mkdir -p "$work/vendor/github.com/reputation-exporter/reputation-exporter"
 ln -s "$PWD/mixin" "$work/vendor/github.com/reputation-exporter/reputation-exporter/mixin"
-awk '/^```jsonnet/{block=1; next} block && /^```/{exit} block{print}' README.md >"$work/kube.jsonnet"
+awk '/^```jsonnet/{block=1; next} block && /^```/{exit} block{print}' docs/deploying.md >"$work/kube.jsonnet"
 jsonnet -J "$work/vendor" "$work/kube.jsonnet" >"$work/kube.json" 2>"$work/kube.log" ||
-    fail "the README's jsonnet example does not evaluate"
-python3 - "$work/kube.json" <<'PY' || fail "the README's jsonnet example does not give what it says"
+    fail "the jsonnet example of docs/deploying.md does not evaluate"
+python3 - "$work/kube.json" <<'PY' || fail "the jsonnet example of docs/deploying.md does not give what it says"
 import json, sys
 out = json.load(open(sys.argv[1]))
 rule = out["reputation-prometheusrule"]
@@ -126,7 +126,7 @@ low = next(r for r in rules if r.get("alert") == "ReputationSenderScoreLow")
 assert low["expr"] == 'reputation_senderscore{job="mail-reputation"} < 80', low
 assert any("record" in r for r in rules), "no recording rules"
 assert out["reputation-dashboard"]["uid"] == "reputation-exporter"
-print(f"README example: {len(rules)} rules in the PrometheusRule, the dashboard")
+print(f"docs/deploying.md example: {len(rules)} rules in the PrometheusRule, the dashboard")
 PY
 
 # The generate script with RUNBOOK_URL puts it in every link and in the unit.
