@@ -53,14 +53,15 @@ query() {
         python3 -c 'import json,sys; r=json.load(sys.stdin)["data"]["result"]; print(" ".join(sorted(x["metric"].get("instance","")+"="+x["value"][1] for x in r)))'
 }
 deadline=$((SECONDS + 90))
+# Each job is scraped first at its own offset within the interval: wait for all three.
 until [ "$(query 'up{job="reputation"}' 2>/dev/null)" = "eu=1 us=1" ] &&
-    [ "$(query 'reputation_up{job="reputation"}' 2>/dev/null)" = "eu=1 us=1" ]; do
-    [ "$SECONDS" -lt "$deadline" ] || fail "not both accounts up: $(query 'up' || true)"
+    [ "$(query 'reputation_up{job="reputation"}' 2>/dev/null)" = "eu=1 us=1" ] &&
+    [ "$(query 'up{job="reputation-exporter"}' 2>/dev/null)" = "127.0.0.1:$exporter_port=1" ]; do
+    [ "$SECONDS" -lt "$deadline" ] ||
+        fail "not both accounts and the exporter's own /metrics up: $(query 'up' || true)"
     sleep 1
 done
 assets=$(query 'sum by (instance) (reputation_assets{job="reputation"})')
 [ "$assets" = "eu=10 us=5" ] || fail "assets per account: $assets"
-[ "$(query 'up{job="reputation-exporter"}')" = "127.0.0.1:$exporter_port=1" ] ||
-    fail "the exporter's own /metrics is not scraped"
 echo "accounts: Prometheus scrapes both accounts through /probe: $assets"
 echo "accounts: passed"

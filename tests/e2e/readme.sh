@@ -29,7 +29,9 @@ until $curl_line 2>/dev/null | grep '^reputation_up 1$' >/dev/null; do
     kill -0 "$try_pid" 2>/dev/null || fail "Try it: the demo stopped"
     sleep 1
 done
+# cargo run execs the exporter in its place (or runs it as its child): stop both.
 pkill -P "$try_pid" 2>/dev/null || true
+kill "$try_pid" 2>/dev/null || true
 wait "$try_pid" 2>/dev/null || true
 for _ in $(seq 100); do curl -s -o /dev/null localhost:9525/ || break; sleep 0.1; done
 echo "readme: Try it served the demo"
@@ -42,9 +44,9 @@ for _ in $(seq 50); do [ -s "$work/api.url" ] && break; sleep 0.1; done
 api=$(head -n 1 "$work/api.url")
 
 # Scratch stand-ins: /etc, the install root, sudo when the machine has none.
-sed -e "s#/etc/reputation-exporter#$work/etc#g" \
+sed -e "s#/etc/reputation-exporter#$work/system/etc#g" \
     -e "s#https://api.example.com#$api#g" "$work/block.sh" >"$work/run.sh"
-mkdir -p "$work/bin"
+mkdir -p "$work/bin" "$work/system"
 chmod 755 "$work"
 export CARGO_INSTALL_ROOT="$work/root"
 as_user=()
@@ -59,8 +61,10 @@ if [ "$(id -u)" = 0 ]; then
         fail "the block's cargo install failed"
     printf '#!/bin/sh\n[ "$*" = "%s" ] && [ -x "%s" ] && exit 0\necho "cargo $*: not run by this test" >&2; exit 1\n' \
         "${install_line#cargo }" "$work/root/bin/reputation-exporter" >"$work/bin/cargo"
-    # No sudo for that user: the stand-in runs the command as the user, as sudo would as root.
+    # No sudo for that user: the stand-in runs the command as the user, in a stand-in for /
+    # that the user may write to, as sudo would as root in the real one.
     printf '#!/bin/sh\nexec "$@"\n' >"$work/bin/sudo"
+    chown "$user" "$work/system"
     as_user=(setpriv "--reuid=$user" "--regid=$user" --init-groups --)
 else
     command -v sudo >/dev/null || printf '#!/bin/sh\nexec "$@"\n' >"$work/bin/sudo"
@@ -85,10 +89,10 @@ until curl -sf http://127.0.0.1:9525/metrics | grep '^reputation_assets{kind="ip
     kill -0 "${pids[1]}" 2>/dev/null || fail "the block stopped"
     sleep 1
 done
-[ "$(stat -c %a "$work/etc/token")" = 600 ] || fail "the token file is not mode 0600"
-[ "$(stat -c %a "$work/etc")" = 750 ] || fail "the directory is not mode 0750"
+[ "$(stat -c %a "$work/system/etc/token")" = 600 ] || fail "the token file is not mode 0600"
+[ "$(stat -c %a "$work/system/etc")" = 750 ] || fail "the directory is not mode 0750"
 if [ "${#as_user[@]}" -gt 0 ]; then
-    owner=$(stat -c %U "$work/etc/token")
+    owner=$(stat -c %U "$work/system/etc/token")
     [ "$owner" = "$user" ] || fail "the token file belongs to $owner, not to the user who ran the block"
     uids=$(ps -o uid= -C reputation-exporter)
     grep -qw -- "$(id -u "$user")" <<<"$uids" || fail "the exporter does not run as $user"
