@@ -15,8 +15,8 @@ use tracing::{Instrument as _, info};
 use crate::config::{self, AccountConfig, Config, Source};
 use crate::demo::SimulatedApi;
 use crate::health::Health;
-use crate::poll::Poller;
 use crate::poll::reports::ReportPoller;
+use crate::poll::{Polled, Poller};
 use crate::store::Store;
 use crate::telemetry::Telemetry;
 use crate::upstream::{Client, ClientError, InProcess};
@@ -119,24 +119,17 @@ impl Account {
             telemetry.clone(),
             health.clone(),
         )?;
-        let mut reports = config.reports.enabled.then(|| {
-            ReportPoller::new(
-                client.clone(),
-                telemetry.clone(),
-                health.clone(),
-                store.clone(),
-                config.reports.clone(),
-                config.max_labels,
-            )
-        });
-        let mut poller = Poller::new(
-            client.clone(),
-            telemetry.clone(),
-            health.clone(),
-            store.clone(),
-            config.poll_interval,
-            config.max_labels,
-        );
+        let polled = Polled {
+            client: client.clone(),
+            telemetry: telemetry.clone(),
+            health: health.clone(),
+            store: store.clone(),
+        };
+        let mut reports = config
+            .reports
+            .enabled
+            .then(|| ReportPoller::new(polled.clone(), config.reports.clone(), config.max_labels));
+        let mut poller = Poller::new(polled, config.poll_interval, config.max_labels);
         if previous.is_some() {
             // Due as before, or sooner when the new interval is shorter.
             let now = Instant::now();

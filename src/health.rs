@@ -157,9 +157,9 @@ pub struct Gauges {
     pub last_success: Vec<(Endpoint, f64)>,
     /// See [`Health::auth_ok`].
     pub auth_ok: Option<bool>,
-    /// See [`Health::system_ok`].
+    /// Whether system-check last said the API is operational; `None` before it answered.
     pub system_ok: Option<bool>,
-    /// See [`Health::poll_duration`].
+    /// The length of the last whole poll, once one ended.
     pub poll_duration: Option<Duration>,
 }
 
@@ -353,19 +353,9 @@ impl Health {
         self.state().system_ok = Some(ok);
     }
 
-    /// Whether system-check last said the API is operational; `None` before it answered.
-    pub fn system_ok(&self) -> Option<bool> {
-        self.state().system_ok
-    }
-
     /// Records the length of the last whole poll.
     pub fn set_poll_duration(&self, elapsed: Duration) {
         self.state().poll_duration = Some(elapsed);
-    }
-
-    /// The length of the last whole poll, once one ended.
-    pub fn poll_duration(&self) -> Option<Duration> {
-        self.state().poll_duration
     }
 
     /// Records when the next poll of the lists is due.

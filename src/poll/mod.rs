@@ -27,14 +27,23 @@ pub mod selection;
 /// How often `/api/v1/user` is polled after it first answered (DESIGN: at start, then hourly).
 pub const USER_INTERVAL: Duration = Duration::from_secs(3600);
 
+/// What both pollers of an account work with.
+#[derive(Debug, Clone)]
+pub struct Polled {
+    /// The account's API client.
+    pub client: Client,
+    /// Its API metrics.
+    pub telemetry: Arc<Telemetry>,
+    /// What the polls find out about its API; the log lines read its streaks.
+    pub health: Arc<Health>,
+    /// Where the polls' results are served from.
+    pub store: Arc<Store>,
+}
+
 /// Polls the API on schedule and feeds the [`Store`].
 #[derive(Debug, Clone)]
 pub struct Poller {
-    client: Client,
-    telemetry: Arc<Telemetry>,
-    /// What the polls found out about the API; the log lines read its streaks.
-    health: Arc<Health>,
-    store: Arc<Store>,
+    account: Polled,
     interval: Duration,
     /// Most host names kept per asset (`metrics.max_labels_per_asset`).
     max_labels: usize,
@@ -54,19 +63,9 @@ struct Cycle {
 impl Poller {
     /// A poller of this client every `interval`, retrying transient failures by the client's
     /// policy.
-    pub fn new(
-        client: Client,
-        telemetry: Arc<Telemetry>,
-        health: Arc<Health>,
-        store: Arc<Store>,
-        interval: Duration,
-        max_labels: usize,
-    ) -> Self {
+    pub fn new(account: Polled, interval: Duration, max_labels: usize) -> Self {
         Poller {
-            client,
-            telemetry,
-            health,
-            store,
+            account,
             interval,
             max_labels,
             first: None,
@@ -94,7 +93,7 @@ impl Poller {
                 next_poll: Some(self.interval),
             };
             let outcome = self.cycle(with_user, cycle).await;
-            self.health.set_next_poll(due);
+            self.account.health.set_next_poll(due);
             // `user` is asked hourly once it has answered; until then, every cycle.
             if with_user && outcome.user {
                 next_user = started + USER_INTERVAL;
@@ -106,10 +105,10 @@ impl Poller {
     /// Waits until `due`, dropping what passes `metrics.max_age` meanwhile.
     async fn serve_until(&self, due: Instant) {
         loop {
-            let wake = self.store.next_expiry().map_or(due, |e| e.min(due));
+            let wake = self.account.store.next_expiry().map_or(due, |e| e.min(due));
             tokio::time::sleep_until(wake).await;
             // Rebuilding the snapshot walks every asset: off the async workers.
-            let store = self.store.clone();
+            let store = self.account.store.clone();
             let now = Instant::now();
             let _ = crate::task::spawn_blocking(move || store.expire(now)).await;
             if Instant::now() >= due {
@@ -143,8 +142,8 @@ impl Poller {
             self.poll_system(cycle),
             user
         );
-        self.health.set_poll_duration(started.elapsed());
-        self.store.cycle_ended();
+        self.account.health.set_poll_duration(started.elapsed());
+        self.account.store.cycle_ended();
         Outcome {
             all: ips && domains && system && user,
             user,
@@ -161,6 +160,7 @@ impl Poller {
     ) -> Result<T, FetchError> {
         let on_retry = |error: &FetchError, delay| self.retrying(endpoint, error, delay);
         let result = self
+            .account
             .client
             .call(endpoint, endpoint.path(), cycle.deadline, decode, on_retry)
             .await;
@@ -186,7 +186,7 @@ impl Poller {
     /// quiet until the streak ends (retries themselves are debug). A poll's retries within a
     /// streak that already gave up stay in it.
     fn retrying(&self, endpoint: Endpoint, error: &FetchError, delay: Duration) {
-        if self.health.retrying(endpoint) {
+        if self.account.health.retrying(endpoint) {
             warn!(
                 endpoint = endpoint.label(),
                 error = %error,
@@ -199,7 +199,7 @@ impl Poller {
     /// Retries of a transient failure ran out: said once per failing streak (and again when
     /// the kind of failure changes).
     fn gave_up(&self, endpoint: Endpoint, error: &FetchError, cycle: Cycle) {
-        if !self.health.gave_up(endpoint, error.failure()) {
+        if !self.account.health.gave_up(endpoint, error.failure()) {
             return;
         }
         let served = self.what_is_served(endpoint);
@@ -220,14 +220,20 @@ impl Poller {
 
     /// A success: said when it ends a failing streak.
     fn recovered(&self, endpoint: Endpoint) {
-        if self.health.recovered(endpoint) {
+        if self.account.health.recovered(endpoint) {
             info!(endpoint = endpoint.label(), "the endpoint answers again");
         }
     }
 
     /// What a failing endpoint leaves on `/metrics`, for the log lines.
     fn what_is_served(&self, endpoint: Endpoint) -> &'static str {
-        if self.health.endpoint(endpoint).last_success.is_some() {
+        if self
+            .account
+            .health
+            .endpoint(endpoint)
+            .last_success
+            .is_some()
+        {
             "the last good values stay served until metrics.max_age"
         } else {
             "it has given no values yet"
@@ -239,8 +245,8 @@ impl Poller {
         let fetched = Instant::now();
         let on_retry = |error: &FetchError, delay| self.retrying(endpoint, error, delay);
         let result = fetch_list(
-            &self.client,
-            &self.telemetry,
+            &self.account.client,
+            &self.account.telemetry,
             kind,
             self.max_labels,
             cycle.deadline,
@@ -264,10 +270,11 @@ impl Poller {
             );
         }
         // Logged item by item (the first few) here; counted without a line of their own.
-        self.telemetry
+        self.account
+            .telemetry
             .unrecognized(log_rejected(endpoint, &rejected));
         let unrecognized = more;
-        let previous = self.store.current().count(kind);
+        let previous = self.account.store.current().count(kind);
         if set.assets.is_empty() && previous > 0 {
             warn!(
                 endpoint = endpoint.label(),
@@ -277,7 +284,7 @@ impl Poller {
             );
         }
 
-        let store = self.store.clone();
+        let store = self.account.store.clone();
         let replaced = crate::task::spawn_blocking(move || store.replace(kind, set, fetched)).await;
         match replaced {
             Ok(()) => {}
@@ -285,11 +292,13 @@ impl Poller {
             Err(e) if e.is_cancelled() => return false,
             Err(e) => {
                 error!(endpoint = endpoint.label(), error = %e, "rendering the list failed");
-                self.health.polled(endpoint, Err(Failure::Rendering));
+                self.account
+                    .health
+                    .polled(endpoint, Err(Failure::Rendering));
                 return false;
             }
         }
-        for value in self.telemetry.unrecognized(unrecognized) {
+        for value in self.account.telemetry.unrecognized(unrecognized) {
             warn!(
                 field = value.field,
                 value = %value.value,
@@ -297,7 +306,7 @@ impl Poller {
                  reputation_unrecognized_values_total and gives no sample"
             );
         }
-        self.health.polled(endpoint, Ok(()));
+        self.account.health.polled(endpoint, Ok(()));
         true
     }
 
@@ -313,12 +322,12 @@ impl Poller {
                         "the API reports that it is not operational"
                     );
                 }
-                self.health.set_system_ok(ok);
-                self.health.polled(endpoint, Ok(()));
+                self.account.health.set_system_ok(ok);
+                self.account.health.polled(endpoint, Ok(()));
                 true
             }
             Err(e) => {
-                self.health.set_system_ok(false);
+                self.account.health.set_system_ok(false);
                 self.failed(endpoint, &e)
             }
         }
@@ -329,8 +338,8 @@ impl Poller {
         match self.get(endpoint, cycle, dto::decode::<User>).await {
             Ok(user) => {
                 info!(user_id = %user.id.0, project_id = %user.project_id.0, "API account");
-                self.telemetry.account(user.id.0, user.project_id.0);
-                self.health.polled(endpoint, Ok(()));
+                self.account.telemetry.account(user.id.0, user.project_id.0);
+                self.account.health.polled(endpoint, Ok(()));
                 true
             }
             Err(e) => self.failed(endpoint, &e),
@@ -341,8 +350,8 @@ impl Poller {
     /// streak or changes its kind (a retried one was, when its streak began and when retrying
     /// gave up).
     fn failed(&self, endpoint: Endpoint, error: &FetchError) -> bool {
-        self.health.polled(endpoint, Err(error.failure()));
-        if error.is_transient() || !self.health.gave_up(endpoint, error.failure()) {
+        self.account.health.polled(endpoint, Err(error.failure()));
+        if error.is_transient() || !self.account.health.gave_up(endpoint, error.failure()) {
             return false;
         }
         let served = self.what_is_served(endpoint);
@@ -352,19 +361,19 @@ impl Poller {
                     endpoint = endpoint.label(),
                     error = %error,
                     "the token is rejected: check {} / {}; {served}",
-                    self.client.setting("token"),
-                    self.client.setting("token_file"),
+                    self.account.client.setting("token"),
+                    self.account.client.setting("token_file"),
                 );
             }
             error if error.is_not_found() => {
                 // Every path the exporter polls exists on the API: the base address is wrong.
                 warn!(
                     endpoint = endpoint.label(),
-                    url = %self.client.url(endpoint.path()),
+                    url = %self.account.client.url(endpoint.path()),
                     error = %error,
                     "the API has no such address: {} is probably wrong (the API's address \
                      alone, e.g. https://api.example.com, without /api/v1); {served}",
-                    self.client.setting("base_url"),
+                    self.account.client.setting("base_url"),
                 );
             }
             error => {

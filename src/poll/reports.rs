@@ -11,7 +11,6 @@
 //! does not re-render the bodies 100,000 times.
 
 use std::collections::{BTreeMap, HashSet};
-use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::{FutureExt, StreamExt as _};
@@ -20,12 +19,10 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tracing::{debug, info, warn};
 
+use super::Polled;
 use super::selection::Selection;
-use crate::health::{Failure, Health, tally};
+use crate::health::{Failure, tally};
 use crate::model::Report;
-use crate::store::Store;
-use crate::telemetry::Telemetry;
-use crate::upstream::Client;
 use crate::vocabulary::Kind;
 
 /// Reports that arrived are published at least this often during a round...
@@ -70,10 +67,7 @@ impl PartialEq for ReportSchedule {
 /// Fetches the reports of the selected assets, round after round.
 #[derive(Debug, Clone)]
 pub struct ReportPoller {
-    client: Client,
-    telemetry: Arc<Telemetry>,
-    health: Arc<Health>,
-    store: Arc<Store>,
+    account: Polled,
     interval: Duration,
     concurrency: usize,
     selection: Selection,
@@ -95,19 +89,9 @@ enum Outcome {
 
 impl ReportPoller {
     /// A poller on this schedule.
-    pub fn new(
-        client: Client,
-        telemetry: Arc<Telemetry>,
-        health: Arc<Health>,
-        store: Arc<Store>,
-        schedule: ReportSchedule,
-        max_labels: usize,
-    ) -> Self {
+    pub fn new(account: Polled, schedule: ReportSchedule, max_labels: usize) -> Self {
         ReportPoller {
-            client,
-            telemetry,
-            health,
-            store,
+            account,
             interval: schedule.interval,
             concurrency: schedule.concurrency,
             selection: schedule.selection,
@@ -137,8 +121,8 @@ impl ReportPoller {
                 spread = true;
             }
             None => {
-                let mut snapshots = self.store.subscribe();
-                self.store.first_cycle().await;
+                let mut snapshots = self.account.store.subscribe();
+                self.account.store.first_cycle().await;
                 if snapshots.wait_for(|s| s.ready).await.is_err() {
                     return;
                 }
@@ -147,7 +131,7 @@ impl ReportPoller {
         loop {
             let started = Instant::now();
             let due = started + self.interval;
-            self.health.set_next_round(due);
+            self.account.health.set_next_round(due);
             self.round(started, due, spread).await;
             spread = true;
             tokio::time::sleep_until(due).await;
@@ -163,7 +147,7 @@ impl ReportPoller {
     /// One round: every selected asset once, spread evenly from `started` to `due` when
     /// `spread`; true when no report failed (a 404 is no failure).
     async fn round(&self, started: Instant, due: Instant, spread: bool) -> bool {
-        let snapshot = self.store.current();
+        let snapshot = self.account.store.current();
         let targets: Vec<(Kind, String)> = snapshot
             .names()
             .filter(|(_, name)| self.selection.selects(name))
@@ -172,7 +156,7 @@ impl ReportPoller {
         drop(snapshot);
         let selected: HashSet<(Kind, String)> = targets.iter().cloned().collect();
         // Rebuilding the snapshot walks every asset: off the async workers.
-        let store = self.store.clone();
+        let store = self.account.store.clone();
         let _ = crate::task::spawn_blocking(move || {
             store.retain_reports(|kind, name| selected.contains(&(kind, name.to_owned())));
         })
@@ -257,14 +241,16 @@ impl ReportPoller {
                  until metrics.max_age"
             );
         }
-        self.health.round_ended(assets, fetched + gone, failures);
+        self.account
+            .health
+            .round_ended(assets, fetched + gone, failures);
         failed == 0
     }
 
     /// Hands a batch of reports to the store, which rebuilds the snapshot on a blocking thread
     /// while the round goes on; the task ends with how long the rebuild took.
     fn publish(&self, batch: Vec<(Kind, String, Option<Report>)>) -> JoinHandle<Duration> {
-        let store = self.store.clone();
+        let store = self.account.store.clone();
         let fetched = Instant::now();
         crate::task::spawn_blocking(move || {
             let rebuilding = std::time::Instant::now();
@@ -275,6 +261,7 @@ impl ReportPoller {
 
     async fn fetch(&self, name: &str, due: Instant, pause: &Pause) -> Outcome {
         let result = self
+            .account
             .client
             .report(name, due, |error, delay| {
                 if error.is_rate_limit() {
@@ -283,11 +270,11 @@ impl ReportPoller {
             })
             .await;
         match &result {
-            Ok(_) => self.health.report_answered(true),
+            Ok(_) => self.account.health.report_answered(true),
             Err(e) => match e.failure() {
                 // No request was made: the API's health is not in question.
                 Failure::NotRequestable => {}
-                _ => self.health.report_answered(e.is_not_found()),
+                _ => self.account.health.report_answered(e.is_not_found()),
             },
         }
         match result {
@@ -295,7 +282,7 @@ impl ReportPoller {
                 let mut unrecognized = Vec::new();
                 let report =
                     Report::from_dto(dto, name, &self.zone, self.max_labels, &mut unrecognized);
-                for value in self.telemetry.unrecognized(unrecognized) {
+                for value in self.account.telemetry.unrecognized(unrecognized) {
                     warn!(
                         asset = name,
                         field = value.field,
