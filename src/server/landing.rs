@@ -94,7 +94,7 @@ fn next_steps(state: &AppState, host: Option<&str>, several: bool) -> String {
     };
     let readme = concat!(env!("CARGO_PKG_REPOSITORY"), "#readme");
     format!(
-        "<h2>Next steps</h2><p>Point Prometheus at this exporter (<code>prometheus.yml</code>):\
+        "<h2 id=\"next\">Next steps</h2><p>Point Prometheus at this exporter (<code>prometheus.yml</code>):\
          </p><pre>{scrape}</pre><p>Then import the Grafana dashboard \
          (<code>deploy/grafana/dashboard.json</code>) and load the alerts and rules \
          (<code>deploy/prometheus/</code>); the <a href=\"{readme}\">README</a> says how, and \
@@ -172,7 +172,8 @@ fn account_page(state: &AppState, account: &Account, host: Option<&str>) -> Stri
     if state.demo {
         page.push_str(
             "<p class=\"demo\">Demo mode: the data comes from the built-in simulated API, not \
-             from an account.</p>",
+             from an account. <a href=\"#next\">Next steps</a>: scrape it with Prometheus, \
+             import the dashboard, run it for real.</p>",
         );
     }
     match &account.name {
