@@ -97,9 +97,6 @@ impl Account {
     ) -> Result<Account, AccountError> {
         let (health, telemetry, store, upstream) = match previous {
             Some(before) => {
-                before
-                    .store
-                    .set_max_ages(config.max_age, config.report_max_age());
                 let upstream = (before.base_url.clone(), before.simulated.clone());
                 let (health, telemetry) = (before.health.clone(), before.telemetry.clone());
                 (health, telemetry, before.store.clone(), upstream)
@@ -170,6 +167,11 @@ impl Account {
         if !tasks.is_empty() {
             return;
         }
+        // The ages of this configuration: a store taken over by a reload had the previous ones,
+        // and a refused reload must not have changed them.
+        let config = &self.config;
+        self.store
+            .set_max_ages(config.max_age, config.report_max_age());
         let span = self.span();
         let poller = self.poller.clone().run().instrument(span.clone());
         crate::task::spawn_into(&mut tasks, poller);

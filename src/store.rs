@@ -274,6 +274,11 @@ mod tests {
         let text = String::from_utf8(snapshot.rendered.to_vec(Format::Text)).unwrap();
         assert!(!text.contains("192.0.2.1"));
         assert!(text.contains("asset=\"example.com\""));
+        // A reload's new max_age counts from when each list was fetched.
+        store.set_max_ages(Duration::from_secs(40), Duration::from_secs(40));
+        assert_eq!(store.next_expiry(), Some(start + Duration::from_secs(70)));
+        store.expire(start + Duration::from_secs(70));
+        assert_eq!(store.current().count(Kind::Domain), 0);
     }
 
     #[tokio::test]
