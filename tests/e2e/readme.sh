@@ -97,4 +97,14 @@ if [ "${#as_user[@]}" -gt 0 ]; then
     uids=$(ps -o uid= -C reputation-exporter)
     grep -qw -- "$(id -u "$user")" <<<"$uids" || fail "the exporter does not run as $user"
 fi
+# The two commands the README names for checking a configuration, with the block's settings.
+for command in 'reputation-exporter --config.check' 'reputation-exporter --once'; do
+    grep -qF "\`$command\`" README.md || fail "the README no longer names $command"
+    (
+        export PATH="$work/root/bin:$PATH" REPUTATION_EXPORTER_API__BASE_URL="$api"
+        export REPUTATION_EXPORTER_API__TOKEN_FILE="$work/system/etc/token"
+        exec "${as_user[@]}" $command
+    ) >"$work/check.out" 2>"$work/check.log" || fail "$command failed"
+done
+grep -q '^reputation_up 1$' "$work/check.out" || fail "--once printed no healthy exposition"
 echo "readme: passed"
