@@ -2,7 +2,7 @@
 # Writes the deploy files that derive from one place. From the monitoring mixin (mixin/): the
 # alerts and recording rules (deploy/prometheus/alerts.yml, rules.yml), the Grafana dashboard
 # (deploy/grafana/dashboard.json) and the Kubernetes PrometheusRule
-# (deploy/kubernetes/prometheusrule.yaml); and the unit's Documentation= (deploy/systemd). CI
+# (deploy/kubernetes/prometheusrule.yaml); and the units' Documentation= (deploy/systemd). CI
 # runs it with the defaults and fails on any difference.
 #
 # Needs jsonnet (Debian: apt-get install jsonnet). To change a threshold, a selector or the
@@ -28,4 +28,5 @@ runbook=${RUNBOOK_URL:-$default}
 config=$(python3 -c 'import json, sys; print(json.dumps({"runbookUrl": sys.argv[1]}))' "$runbook")
 jsonnet -S -m . --tla-code "config=$config" ../mixin/render.jsonnet >/dev/null
 
-sed -i "s#^Documentation=.*#Documentation=$repository $runbook#" systemd/reputation-exporter.service
+sed -i "s#^Documentation=.*#Documentation=$repository $runbook#" systemd/reputation-exporter.service \
+    systemd/reputation-exporter.socket

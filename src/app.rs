@@ -22,7 +22,7 @@ use crate::config::cli::SimulateArgs;
 use crate::config::{Config, ConfigError};
 use crate::demo::SimulatedApi;
 use crate::exposition::Format;
-use crate::server::{self, AppState, ReloadRequest};
+use crate::server::{self, AppState, ReloadRequest, Sockets};
 use crate::telemetry::ProcessMetrics;
 use crate::vocabulary::parse_duration;
 
@@ -282,20 +282,22 @@ impl App {
         self.core.apply(config).await
     }
 
-    /// Polls and serves on `listener` until `shutdown` completes; then lets open requests
-    /// finish and stops polling.
+    /// Polls and serves on `sockets` (one listener, or several) until `shutdown` completes;
+    /// then lets open requests finish and stops polling.
     pub async fn serve(
         self,
-        listener: TcpListener,
+        sockets: impl Into<Sockets>,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> Result<(), AppError> {
-        let address = listener.local_addr().map_err(AppError::Serve)?;
-        info!(
-            address = %address,
-            telemetry_path = %self.state.telemetry_path,
-            accounts = self.accounts().len(),
-            "listening"
-        );
+        let sockets = sockets.into();
+        for address in sockets.addresses().map_err(AppError::Serve)? {
+            info!(
+                address = %address,
+                telemetry_path = %self.state.telemetry_path,
+                accounts = self.accounts().len(),
+                "listening"
+            );
+        }
         self.start();
         let App {
             core,
@@ -314,7 +316,7 @@ impl App {
                 }
             }
         });
-        let served = server::serve(listener, state, shutdown, max_connections).await;
+        let served = server::serve(sockets, state, shutdown, max_connections).await;
         drop(reloader);
         // The accounts stop with the last holder of their set.
         drop(core);
@@ -432,8 +434,11 @@ fn describe(changes: &Changes) -> String {
 /// The settings a reload cannot change in a running process, that `new` changes.
 fn restart_only(running: &Config, new: &Config) -> Vec<&'static str> {
     let mut changed = Vec::new();
-    if running.web.listen_address != new.web.listen_address {
+    if running.web.listen_addresses != new.web.listen_addresses {
         changed.push("web.listen_address");
+    }
+    if running.web.systemd_socket != new.web.systemd_socket {
+        changed.push("web.systemd_socket");
     }
     if running.web.telemetry_path != new.web.telemetry_path {
         changed.push("web.telemetry_path");

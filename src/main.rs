@@ -35,9 +35,9 @@ fn main() -> ExitCode {
 
 /// Runs what the command line asks for; the exit code says whether it all went through.
 fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
-    let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+    let runtime = || tokio::runtime::Runtime::new().context("cannot start the async runtime");
     if let Some(Command::Simulate(args)) = &cli.command {
-        runtime.block_on(app::simulate(args, app::shutdown_signal()))?;
+        runtime()?.block_on(app::simulate(args, app::shutdown_signal()))?;
         return Ok(ExitCode::SUCCESS);
     }
     let config = Config::load(cli)?;
@@ -55,6 +55,13 @@ fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
         }
         _ => None,
     };
+    let serving = backfill.is_none() && !cli.once;
+    // Taken while this is the only thread: reading them clears LISTEN_FDS from the environment.
+    let passed = match serving && config.web.systemd_socket {
+        true => Some(server::Passed::take()?),
+        false => None,
+    };
+    let runtime = runtime()?;
     reputation_exporter::logging::init(config.log.level, config.log.format);
     let target = cli.common.target.as_deref();
     let done = match backfill {
@@ -65,7 +72,7 @@ fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
         }
         _ if cli.once => runtime.block_on(app::once(config, target, &mut std::io::stdout()))?,
         _ => {
-            runtime.block_on(serve(config, cli))?;
+            runtime.block_on(serve(config, cli, passed))?;
             true
         }
     };
@@ -76,19 +83,20 @@ fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// Binds the listen address and serves until SIGINT or SIGTERM, reloading on SIGHUP.
-async fn serve(config: Config, cli: &Cli) -> anyhow::Result<()> {
+/// Binds the listen addresses (or takes the sockets systemd `passed`) and serves until SIGINT
+/// or SIGTERM, reloading on SIGHUP.
+async fn serve(config: Config, cli: &Cli, passed: Option<server::Passed>) -> anyhow::Result<()> {
     // Once, at start, as Go exporters do: the connection bound follows the file limit.
     server::raise_open_file_limit();
-    let address = config.web.listen_address;
-    let listener = tokio::net::TcpListener::bind(address)
-        .await
-        .with_context(|| format!("cannot listen on {address} (web.listen_address)"))?;
+    let sockets = match passed {
+        Some(passed) => server::Sockets::passed(passed)?,
+        None => server::Sockets::bind(&config.web.listen_addresses).await?,
+    };
     let source = cli.clone();
     let app = App::build(&config)
         .await?
         .reloading_from(Arc::new(move || Config::load(&source)));
     app::reload_on_hangup(app.reloads());
-    app.serve(listener, app::shutdown_signal()).await?;
+    app.serve(sockets, app::shutdown_signal()).await?;
     Ok(())
 }

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
+use figment::value::Value;
 
 /// What `--version` prints: the version, the git revision and the compiler, as
 /// `reputation_exporter_build_info` says them.
@@ -27,9 +28,14 @@ pub struct Cli {
     /// The flags `backfill` takes too.
     #[command(flatten)]
     pub common: Common,
-    /// Address to listen on for the metrics endpoint [default: 0.0.0.0:9525].
+    /// Address to listen on for the metrics endpoint; repeat it to listen on several (e.g. an
+    /// IPv4 and an IPv6 address) [default: 0.0.0.0:9525].
     #[arg(long = "web.listen-address", value_name = "ADDR")]
-    pub listen_address: Option<String>,
+    pub listen_address: Vec<String>,
+    /// Serve on the sockets systemd passes (socket activation, LISTEN_FDS) instead of
+    /// --web.listen-address.
+    #[arg(long = "web.systemd-socket")]
+    pub systemd_socket: bool,
     /// Path under which the metrics are exposed [default: /metrics].
     #[arg(long = "web.telemetry-path", value_name = "PATH")]
     pub telemetry_path: Option<String>,
@@ -83,8 +89,9 @@ impl Common {
 
 /// The configuration keys that flags set, each with its flag, in the order of
 /// [`Cli::flag_values`]. Flags are the last layer, over the file and the environment.
-pub const FLAGS: [(&str, &str); 5] = [
+pub const FLAGS: [(&str, &str); 6] = [
     ("web.listen_address", "--web.listen-address"),
+    ("web.systemd_socket", "--web.systemd-socket"),
     ("web.telemetry_path", "--web.telemetry-path"),
     ("web.config_file", "--web.config.file"),
     ("log.level", "--log.level"),
@@ -105,13 +112,15 @@ impl Cli {
     }
 
     /// The value given to each flag of [`FLAGS`], in its order.
-    pub fn flag_values(&self) -> [Option<&String>; 5] {
+    pub fn flag_values(&self) -> [Option<Value>; 6] {
+        let text = |value: &Option<String>| value.as_deref().map(Value::from);
         [
-            self.listen_address.as_ref(),
-            self.telemetry_path.as_ref(),
-            self.web_config_file.as_ref(),
-            self.common.log_level.as_ref(),
-            self.common.log_format.as_ref(),
+            (!self.listen_address.is_empty()).then(|| Value::from(self.listen_address.clone())),
+            self.systemd_socket.then(|| Value::from(true)),
+            text(&self.telemetry_path),
+            text(&self.web_config_file),
+            text(&self.common.log_level),
+            text(&self.common.log_format),
         ]
     }
 }

@@ -324,8 +324,10 @@ pub fn resolve(names: &[Option<&str>], target: Option<&str>) -> Result<usize, St
 /// The exporter's own endpoint.
 #[derive(Debug, Clone)]
 pub struct WebConfig {
-    /// Address to bind.
-    pub listen_address: SocketAddr,
+    /// Addresses to bind, each served alike.
+    pub listen_addresses: Vec<SocketAddr>,
+    /// Serve on the sockets systemd passes instead of binding `listen_addresses`.
+    pub systemd_socket: bool,
     /// Path of the metrics endpoint, starting with `/`.
     pub telemetry_path: String,
     /// TLS, basic auth and headers from `web.config_file`; open when there is none.

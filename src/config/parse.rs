@@ -105,18 +105,56 @@ pub fn base_url<'de, D: Deserializer<'de>>(
     })
 }
 
-/// An address and port; `:9525` is the Prometheus tools' way of saying every interface.
-pub fn listen_address<'de, D: Deserializer<'de>>(deserializer: D) -> Result<SocketAddr, D::Error> {
-    parsed(deserializer, |value| {
-        let value = value.trim();
-        let full = match value.strip_prefix(':') {
-            Some(port) => format!("0.0.0.0:{port}"),
-            None => value.to_owned(),
-        };
-        full.parse().map_err(|_| {
-            format!("`{value}` is not an address and port such as 0.0.0.0:9525 or [::1]:9525")
-        })
+/// One address and port; `:9525` is the Prometheus tools' way of saying every interface.
+fn address(value: &str) -> Result<SocketAddr, String> {
+    let value = value.trim();
+    let full = match value.strip_prefix(':') {
+        Some(port) => format!("0.0.0.0:{port}"),
+        None => value.to_owned(),
+    };
+    full.parse().map_err(|_| {
+        format!("`{value}` is not an address and port such as 0.0.0.0:9525 or [::1]:9525")
     })
+}
+
+/// The addresses to listen on: a list (the file, or the flag given several times), or one
+/// string; in either, commas separate several (the environment's way of writing a list). At
+/// least one, none twice (port 0, a free port chosen at each bind, may be).
+pub fn listen_addresses<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Vec<SocketAddr>, D::Error> {
+    struct Addresses;
+    impl<'de> Visitor<'de> for Addresses {
+        type Value = Vec<String>;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("an address and port, or a list of them")
+        }
+        fn visit_str<E>(self, v: &str) -> Result<Vec<String>, E> {
+            Ok(v.split(',').map(str::to_owned).collect())
+        }
+        fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<String>, A::Error> {
+            let mut written = Vec::new();
+            while let Some(one) = seq.next_element::<String>()? {
+                written.extend(one.split(',').map(str::to_owned));
+            }
+            Ok(written)
+        }
+    }
+    let written = deserializer.deserialize_any(Addresses)?;
+    let mut addresses: Vec<SocketAddr> = Vec::with_capacity(written.len());
+    for one in &written {
+        let parsed = address(one).map_err(de::Error::custom)?;
+        if parsed.port() != 0 && addresses.contains(&parsed) {
+            return Err(de::Error::custom(format!("`{parsed}` is given twice")));
+        }
+        addresses.push(parsed);
+    }
+    if addresses.is_empty() {
+        return Err(de::Error::custom(
+            "no address given; write one such as 0.0.0.0:9525",
+        ));
+    }
+    Ok(addresses)
 }
 
 /// A regular expression on asset names.

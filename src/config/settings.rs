@@ -125,9 +125,12 @@ pub struct AssetReportSettings {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct WebSettings {
-    /// Address to listen on; `:9525` means every interface.
-    #[serde(deserialize_with = "parse::listen_address")]
-    pub listen_address: SocketAddr,
+    /// Addresses to listen on (one, or a list); `:9525` means every interface.
+    #[serde(deserialize_with = "parse::listen_addresses")]
+    pub listen_address: Vec<SocketAddr>,
+    /// Serve on the sockets systemd passes (socket activation) instead of `listen_address`.
+    #[serde(deserialize_with = "parse::lenient")]
+    pub systemd_socket: bool,
     /// Path of the metrics endpoint.
     #[serde(deserialize_with = "parse::string")]
     pub telemetry_path: String,
@@ -204,7 +207,8 @@ impl Default for AssetReportSettings {
 impl Default for WebSettings {
     fn default() -> Self {
         WebSettings {
-            listen_address: SocketAddr::from(([0, 0, 0, 0], 9525)),
+            listen_address: vec![SocketAddr::from(([0, 0, 0, 0], 9525))],
+            systemd_socket: false,
             telemetry_path: "/metrics".into(),
             config_file: None,
         }

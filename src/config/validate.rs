@@ -130,7 +130,8 @@ impl Settings {
         Ok(Config {
             accounts,
             web: WebConfig {
-                listen_address: self.web.listen_address,
+                listen_addresses: self.web.listen_address,
+                systemd_socket: self.web.systemd_socket,
                 telemetry_path,
                 config_file,
             },

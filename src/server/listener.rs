@@ -1,5 +1,5 @@
-//! The sockets the server accepts on: plain TCP or TLS, both with a bound on the connections
-//! open at once.
+//! How the server accepts on its [`Sockets`]: plain TCP or TLS, both with a bound on the
+//! connections open at once.
 
 use std::io;
 use std::net::SocketAddr;
@@ -10,11 +10,12 @@ use std::time::Duration;
 
 use axum::serve::{Listener, ListenerExt as _};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio_rustls::TlsAcceptor;
 use tokio_rustls::server::TlsStream;
 
+use super::sockets::Sockets;
 use crate::web_config::WebConfigFile;
 
 /// Longest time a client may take to finish the TLS handshake.
@@ -23,7 +24,7 @@ const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Accepted TCP connections with `TCP_NODELAY` set: a body goes out as a large cached chunk
 /// and a small live one, and without it the last segment waits for the client's delayed ACK
 /// (tens of milliseconds).
-fn no_delay(listener: TcpListener) -> impl Listener<Io = TcpStream, Addr = SocketAddr> {
+fn no_delay(listener: Sockets) -> impl Listener<Io = TcpStream, Addr = SocketAddr> {
     listener.tap_io(|tcp| {
         let _ = tcp.set_nodelay(true);
     })
@@ -37,7 +38,7 @@ pub(super) struct Bounded<L> {
 
 /// `listener`, serving at most `max_connections` connections at once.
 pub(super) fn bounded(
-    listener: TcpListener,
+    listener: Sockets,
     max_connections: usize,
 ) -> Bounded<impl Listener<Io = TcpStream, Addr = SocketAddr>> {
     Bounded {
@@ -80,7 +81,7 @@ pub(super) struct TlsListener {
 impl TlsListener {
     /// Starts accepting on `listener`; the task stops when this listener is dropped.
     pub(super) fn spawn(
-        listener: TcpListener,
+        listener: Sockets,
         web: Arc<WebConfigFile>,
         max_connections: usize,
     ) -> io::Result<TlsListener> {

@@ -7,6 +7,7 @@ pub mod connections;
 mod landing;
 mod listener;
 pub mod metrics;
+mod sockets;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,8 +18,6 @@ use axum::http::StatusCode;
 use axum::middleware::Next;
 use axum::routing::{get, post};
 use std::sync::atomic::{AtomicBool, Ordering};
-use tokio::net::TcpListener;
-
 use tokio::sync::{mpsc, oneshot, watch};
 use tower_http::timeout::TimeoutLayer;
 use tracing::instrument::WithSubscriber as _;
@@ -28,6 +27,7 @@ use crate::telemetry::ProcessMetrics;
 use crate::web_config::WebConfigFile;
 pub use connections::{max_connections, raise_open_file_limit};
 use listener::{TlsListener, bounded};
+pub use sockets::{Passed, SocketError, Sockets};
 
 /// Longest time a request may take; keeps shutdown from hanging on a stuck client.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
@@ -101,11 +101,11 @@ pub fn router(state: AppState) -> Router {
         .with_state(state)
 }
 
-/// Serves the exporter on `listener` until `shutdown` completes, then lets open requests
+/// Serves the exporter on `sockets` until `shutdown` completes, then lets open requests
 /// finish, with at most `max_connections` connections open at once (see [`max_connections`]
 /// for the default). TLS when the web configuration file turns it on.
 pub async fn serve(
-    listener: TcpListener,
+    sockets: Sockets,
     state: AppState,
     shutdown: impl Future<Output = ()> + Send + 'static,
     max_connections: usize,
@@ -126,10 +126,10 @@ pub async fn serve(
         });
     }
     if web.current().tls.is_some() {
-        let listener = TlsListener::spawn(listener, web, max_connections)?;
+        let listener = TlsListener::spawn(sockets, web, max_connections)?;
         connections::accept(listener, app, shutdown).await;
     } else {
-        connections::accept(bounded(listener, max_connections), app, shutdown).await;
+        connections::accept(bounded(sockets, max_connections), app, shutdown).await;
     }
     Ok(())
 }

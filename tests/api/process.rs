@@ -162,15 +162,80 @@ fn config_check_prints_ok_or_names_the_bad_flag() {
 fn a_port_in_use_fails_the_start_with_a_clear_message() {
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let address = taken.local_addr().unwrap().to_string();
+    // The first address is free; the message names the one that is not.
     let output = exporter()
-        .args(["--demo", "--web.listen-address", &address])
+        .args(["--demo", "--web.listen-address", "127.0.0.1:0"])
+        .args(["--web.listen-address", &address])
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
-        stderr.contains(&format!("cannot listen on {address}")),
+        stderr.contains(&format!(
+            "cannot listen on {address} (web.listen_address): "
+        )),
         "{stderr}"
+    );
+}
+
+#[tokio::test]
+async fn every_listen_address_serves_the_same_routes() {
+    let mut running = Running(
+        exporter()
+            .args(["--demo", "--web.listen-address", "127.0.0.1:0"])
+            .args(["--web.listen-address", "127.0.0.1:0"])
+            .stderr(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let addresses: Vec<String> = BufReader::new(running.0.stderr.take().unwrap())
+        .lines()
+        .map_while(Result::ok)
+        .filter(|line| line.contains("msg=listening"))
+        .filter_map(|line| {
+            let word = line
+                .split_whitespace()
+                .find_map(|w| w.strip_prefix("address="));
+            word.map(str::to_owned)
+        })
+        .take(2)
+        .collect();
+    assert_eq!(addresses.len(), 2, "one `listening` line per address");
+    assert_ne!(addresses[0], addresses[1]);
+    let client = client();
+    for address in &addresses {
+        for (path, status) in [("/-/healthy", 200), ("/metrics", 200), ("/probe", 400)] {
+            let answer = client
+                .get(format!("http://{address}{path}"))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(answer.status(), status, "{address}{path}");
+        }
+        let metrics = client.get(format!("http://{address}/metrics")).send();
+        let body = metrics.await.unwrap().text().await.unwrap();
+        assert!(
+            body.contains("reputation_exporter_build_info{"),
+            "{address}"
+        );
+    }
+}
+
+#[test]
+fn the_systemd_socket_flag_without_a_passed_socket_fails_the_start_saying_so() {
+    let output = exporter()
+        .args(["--demo", "--web.systemd-socket"])
+        .env_remove("LISTEN_FDS")
+        .env_remove("LISTEN_PID")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&output.stderr),
+        "--web.systemd-socket: no socket was passed to this process (LISTEN_FDS is not set for \
+         it); start it from a systemd .socket unit, or leave the flag out to listen on \
+         --web.listen-address\n"
     );
 }
 

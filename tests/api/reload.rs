@@ -246,7 +246,7 @@ async fn a_reload_says_in_its_answer_what_waits_for_a_restart() {
         configure: Box::new(move |settings| *seen.lock().unwrap() = Some(settings.clone())),
         reload: Some(Arc::new(move || {
             let mut settings = started.lock().unwrap().clone().expect("started");
-            settings.web.listen_address = "127.0.0.1:9".parse().unwrap();
+            settings.web.listen_address = vec!["127.0.0.1:9".parse().unwrap()];
             settings.validate(false)
         })),
         ..Options::default()

@@ -4,8 +4,11 @@
 # does: every system call of a demo run with scrapes, a reload (SIGHUP) and a backfill, recorded
 # with `strace -f`, must be allowed by the unit's SystemCallFilter lines as
 # `systemd-analyze syscall-filter` expands their sets (a call outside them would kill the
-# service). The unit must keep its hardening and reload with SIGHUP. Everything listens on
-# 127.0.0.1 and is stopped on exit.
+# service). The unit must keep its hardening and reload with SIGHUP. The socket unit and its
+# drop-in: verified the same way, and the exporter started as they start it, by
+# `systemd-socket-activate` (systemd's own tool for socket-activating a command) with the
+# drop-in's environment, on one socket per ListenStream= (moved to free loopback ports), and
+# scraped on each. Everything listens on 127.0.0.1 and is stopped on exit.
 #
 # Usage: tests/e2e/systemd.sh [path/to/reputation-exporter]
 set -euo pipefail
@@ -33,6 +36,54 @@ if grep -v -e 'credential' -e '^$' "$work/verify.log" | grep -q .; then
     fail "systemd-analyze verify complains: $(cat "$work/verify.log")"
 fi
 echo "systemd: systemd-analyze verify passes"
+
+# Socket activation: the socket unit, and the service with the drop-in's directives merged in
+# (systemd merges a drop-in's sections into the unit's).
+socket=deploy/systemd/reputation-exporter.socket
+dropin=deploy/systemd/socket-activation.conf
+grep -qxF 'Accept=no' "$socket" || fail "the socket unit must pass its listening socket (Accept=no)"
+streams=$(sed -n 's/^ListenStream=//p' "$socket")
+[ -n "$streams" ] || fail "the socket unit listens nowhere"
+cp "$socket" "$work/units/"
+cat "$work/units/reputation-exporter.service" "$dropin" >"$work/units/merged.service"
+for unit_file in reputation-exporter.socket merged.service; do
+    SYSTEMD_LOG_LEVEL=notice systemd-analyze verify --man=no "$work/units/$unit_file" \
+        >"$work/verify-$unit_file.log" 2>&1 ||
+        fail "systemd-analyze verify $unit_file failed: $(cat "$work/verify-$unit_file.log")"
+    if grep -v -e 'credential' -e '^$' "$work/verify-$unit_file.log" | grep -q .; then
+        fail "systemd-analyze verify $unit_file complains: $(cat "$work/verify-$unit_file.log")"
+    fi
+done
+echo "systemd: systemd-analyze verify passes on the socket unit and the service with its drop-in"
+
+# Started as the socket unit starts it: one socket per ListenStream= (plus one more, to show
+# several are served), the drop-in's environment, no --web.listen-address.
+environment=$(sed -n 's/^Environment=//p' "$dropin")
+[ "$environment" = "REPUTATION_EXPORTER_WEB__SYSTEMD_SOCKET=true" ] ||
+    fail "the drop-in no longer turns on web.systemd_socket: $environment"
+activated_ports=()
+listen_flags=()
+for _ in $streams extra; do
+    activated_ports+=("$(free_port)")
+    listen_flags+=(-l "127.0.0.1:${activated_ports[-1]}")
+done
+systemd-socket-activate -E "$environment" "${listen_flags[@]}" "$exporter_bin" --demo \
+    >"$work/activated.log" 2>&1 &
+activated_pid=$!
+pids+=("$activated_pid")
+for activated_port in "${activated_ports[@]}"; do
+    deadline=$((SECONDS + 60))
+    until curl -sf --max-time 10 "http://127.0.0.1:$activated_port/metrics" |
+        grep -q '^reputation_exporter_build_info{'; do
+        [ "$SECONDS" -lt "$deadline" ] || fail "the socket-activated exporter never answered on $activated_port"
+        sleep 0.5
+    done
+    grep -q "msg=listening address=127.0.0.1:$activated_port " "$work/activated.log" ||
+        fail "the socket-activated exporter does not say it listens on $activated_port"
+done
+echo "systemd: socket-activated, the exporter serves /metrics on each of the ${#activated_ports[@]} sockets passed"
+kill -TERM "$activated_pid"
+wait "$activated_pid" || fail "the socket-activated exporter did not stop cleanly on SIGTERM"
 
 # The system calls the unit allows: each SystemCallFilter line, in order, adds (or with ~
 # removes) its sets and calls.
@@ -67,7 +118,8 @@ PY
 port=$(free_port)
 strace -f -qq -o "$work/serve.strace" "$exporter_bin" --demo --web.listen-address "127.0.0.1:$port" \
     >"$work/serve.log" 2>&1 &
-pids+=($!)
+strace_pid=$!
+pids+=("$strace_pid")
 deadline=$((SECONDS + 60))
 until curl -sf "http://127.0.0.1:$port/metrics" | grep '^reputation_asset_tag_info{' >/dev/null; do
     [ "$SECONDS" -lt "$deadline" ] || fail "the traced exporter never served report series"
@@ -75,7 +127,7 @@ until curl -sf "http://127.0.0.1:$port/metrics" | grep '^reputation_asset_tag_in
 done
 curl -sf -o /dev/null -H 'Accept-Encoding: gzip' "http://127.0.0.1:$port/metrics"
 curl -sf -o /dev/null "http://127.0.0.1:$port/"
-traced=$(pgrep -P "${pids[0]}")
+traced=$(pgrep -P "$strace_pid")
 traced=${traced%%$'\n'*}
 [ -n "$traced" ] || fail "no exporter under strace"
 kill -HUP "$traced"
@@ -86,14 +138,19 @@ done
 curl -sf -o /dev/null "http://127.0.0.1:$port/metrics"
 curl -sf -o /dev/null -X POST "http://127.0.0.1:$port/-/reload"
 kill -TERM "$traced"
-wait "${pids[0]}" || fail "the traced exporter did not stop cleanly on SIGTERM"
+wait "$strace_pid" || fail "the traced exporter did not stop cleanly on SIGTERM"
 strace -f -qq -o "$work/backfill.strace" "$exporter_bin" backfill --demo --output "$work/history.om" \
     >"$work/backfill.log" 2>&1 || fail "the traced backfill failed"
 
-used=$(cat "$work/serve.strace" "$work/backfill.strace" |
-    sed -n -E 's/^[0-9]+ +([a-z0-9_]+)\(.*/\1/p; s/^[0-9]+ +<\.\.\. ([a-z0-9_]+) resumed>.*/\1/p' | sort -u)
+# The socket-activated run cannot be traced (LISTEN_PID would name strace): the calls that take
+# the passed sockets are checked by name.
+used=$({
+    printf '%s\n' fstat getsockname getsockopt fcntl
+    cat "$work/serve.strace" "$work/backfill.strace" |
+        sed -n -E 's/^[0-9]+ +([a-z0-9_]+)\(.*/\1/p; s/^[0-9]+ +<\.\.\. ([a-z0-9_]+) resumed>.*/\1/p'
+} | sort -u)
 [ "$(wc -l <<<"$used")" -gt 20 ] || fail "strace recorded almost nothing: $(head -n 5 "$work/serve.strace")"
 outside=$(comm -23 <(echo "$used") <(echo "$allowed" | sort -u))
 [ -z "$outside" ] || fail "system calls the unit's SystemCallFilter would refuse: $(echo $outside)"
-echo "systemd: the $(wc -l <<<"$used") system calls of a demo run with scrapes, reloads and a backfill are all allowed by SystemCallFilter"
+echo "systemd: the $(wc -l <<<"$used") system calls of a demo run with scrapes, reloads and a backfill, and those taking systemd's sockets, are all allowed by SystemCallFilter"
 echo "systemd: passed"

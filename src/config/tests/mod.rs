@@ -42,9 +42,10 @@ fn defaults_match_the_design() {
         Duration::from_secs(600)
     );
     assert_eq!(
-        config.web.listen_address,
-        "0.0.0.0:9525".parse::<SocketAddr>().unwrap()
+        config.web.listen_addresses,
+        ["0.0.0.0:9525".parse::<SocketAddr>().unwrap()]
     );
+    assert!(!config.web.systemd_socket);
     assert_eq!(config.web.telemetry_path, "/metrics");
     assert_eq!(config.log.format, LogFormat::Logfmt);
 }
@@ -135,13 +136,88 @@ fn asset_report_keys_are_validated_into_typed_values() {
 #[test]
 fn flags_override_the_environment() {
     let cli = Cli {
-        listen_address: Some(":9999".into()),
+        listen_address: vec![":9999".into()],
         ..Cli::default()
     };
     let mut vars = REMOTE.to_vec();
     vars.push(("REPUTATION_EXPORTER_WEB__LISTEN_ADDRESS", "127.0.0.1:1"));
     let config = load(&cli, &vars).unwrap();
-    assert_eq!(config.web.listen_address.to_string(), "0.0.0.0:9999");
+    assert_eq!(
+        config.web.listen_addresses,
+        ["0.0.0.0:9999".parse().unwrap()]
+    );
+}
+
+#[test]
+fn several_listen_addresses_come_from_the_file_the_environment_or_the_flag_repeated() {
+    let addresses = |config: Config| -> Vec<String> {
+        let listened = config.web.listen_addresses.iter();
+        listened.map(ToString::to_string).collect()
+    };
+    let file = TomlFile::new(
+        "listen",
+        "[web]\nlisten_address = [\"127.0.0.1:9525\", \"[::1]:9525\"]\nsystemd_socket = true\n",
+    );
+    let config = load(&file.cli(), REMOTE).unwrap();
+    assert!(config.web.systemd_socket);
+    assert_eq!(addresses(config), ["127.0.0.1:9525", "[::1]:9525"]);
+    // A single string still works; in the environment, commas separate several.
+    let mut vars = REMOTE.to_vec();
+    vars.push((
+        "REPUTATION_EXPORTER_WEB__LISTEN_ADDRESS",
+        ":9000, 10.0.0.1:9001",
+    ));
+    vars.push(("REPUTATION_EXPORTER_WEB__SYSTEMD_SOCKET", "false"));
+    let config = load(&Cli::default(), &vars).unwrap();
+    assert!(!config.web.systemd_socket);
+    assert_eq!(addresses(config), ["0.0.0.0:9000", "10.0.0.1:9001"]);
+    // The flag given twice replaces what the file says.
+    let cli = Cli {
+        listen_address: vec!["127.0.0.2:1".into(), "127.0.0.3:2".into()],
+        ..file.cli()
+    };
+    assert_eq!(
+        addresses(load(&cli, REMOTE).unwrap()),
+        ["127.0.0.2:1", "127.0.0.3:2"]
+    );
+}
+
+#[test]
+fn a_wrong_listen_address_list_says_what_is_wrong() {
+    let refused = |text: &str| {
+        let file = TomlFile::new("wrong-listen", &format!("[web]\nlisten_address = {text}\n"));
+        load(&file.cli(), REMOTE).unwrap_err().to_string()
+    };
+    let twice = refused(r#"["127.0.0.1:9525", "127.0.0.1:9525"]"#);
+    assert!(
+        twice.contains("`web.listen_address`: `127.0.0.1:9525` is given twice"),
+        "{twice}"
+    );
+    let none = refused("[]");
+    assert!(
+        none.contains("`web.listen_address`: no address given; write one such as 0.0.0.0:9525"),
+        "{none}"
+    );
+    let wrong = refused(r#"["127.0.0.1:9525", "nowhere"]"#);
+    assert!(
+        wrong.contains("`web.listen_address`: `nowhere` is not an address and port"),
+        "{wrong}"
+    );
+    let flag = Cli {
+        systemd_socket: true,
+        ..Cli::default()
+    };
+    let mut vars = REMOTE.to_vec();
+    vars.push(("REPUTATION_EXPORTER_WEB__SYSTEMD_SOCKET", "yes"));
+    let message = load(&Cli::default(), &vars).unwrap_err().to_string();
+    assert!(
+        message.contains("REPUTATION_EXPORTER_WEB__SYSTEMD_SOCKET: `yes` is not true or false"),
+        "{message}"
+    );
+    assert!(
+        load(&flag, &vars).unwrap().web.systemd_socket,
+        "the flag wins"
+    );
 }
 
 #[test]
@@ -313,7 +389,7 @@ fn the_known_keys_are_the_settings_tree_and_the_example_documents_each() {
             }
         }
     }
-    assert_eq!(documented, 23, "every key of the tree");
+    assert_eq!(documented, 24, "every key of the tree");
 }
 
 #[test]
@@ -411,7 +487,7 @@ fn the_toml_example_is_valid_and_holds_the_defaults() {
     );
     assert_eq!(config.accounts[0].max_age, defaults.accounts[0].max_age);
     assert_eq!(config.accounts[0].retry, defaults.accounts[0].retry);
-    assert_eq!(config.web.listen_address, defaults.web.listen_address);
+    assert_eq!(config.web.listen_addresses, defaults.web.listen_addresses);
 }
 
 mod several;
