@@ -1,4 +1,5 @@
-//! Basic auth and the extra response headers of the web configuration file, on every path.
+//! The rate limit, basic auth and the extra response headers of the web configuration file, on
+//! every path.
 
 use std::sync::Arc;
 
@@ -7,22 +8,25 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
-use crate::web_config::WebConfigFile;
+use crate::web_config::{Access, WebConfigFile};
 
-/// Basic auth and the extra response headers of the web configuration file, on every path.
+/// The rate limit, then basic auth (exporter-toolkit's order: a flood of requests without
+/// credentials costs no bcrypt), and the extra response headers on every answer.
 pub(super) async fn guard(
     State(web): State<Arc<WebConfigFile>>,
     request: Request,
     next: Next,
 ) -> Response {
     let access = web.current();
-    let allowed = !access.requires_auth() || {
-        match basic_credentials(request.headers()) {
-            Some((user, password)) => web.verify(&access, user, password).await,
-            None => false,
-        }
-    };
-    let mut response = if allowed {
+    let mut response = if let Err(wait) = web.admit(&access) {
+        let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+        (
+            StatusCode::TOO_MANY_REQUESTS,
+            [(header::RETRY_AFTER, seconds.to_string())],
+            "Too Many Requests\n",
+        )
+            .into_response()
+    } else if !access.requires_auth() || authenticated(&web, &access, request.headers()).await {
         next.run(request).await
     } else {
         (
@@ -36,6 +40,14 @@ pub(super) async fn guard(
         response.headers_mut().insert(name.clone(), value.clone());
     }
     response
+}
+
+/// Whether `headers` carry basic auth credentials `access` accepts.
+async fn authenticated(web: &WebConfigFile, access: &Arc<Access>, headers: &HeaderMap) -> bool {
+    match basic_credentials(headers) {
+        Some((user, password)) => web.verify(access, user, password).await,
+        None => false,
+    }
 }
 
 /// User and password of an `Authorization: Basic` header.

@@ -17,6 +17,8 @@ pub struct Access {
     pub(super) users: BTreeMap<String, String>,
     /// Headers added to every response.
     pub headers: Vec<(HeaderName, HeaderValue)>,
+    /// Requests allowed at once and over time; none when the file sets no `rate_limit`.
+    pub rate_limit: Option<super::RateLimit>,
     /// Passwords that matched their user's hash already, so bcrypt runs once per user and
     /// password, not once per request. Dropped with this version when the file changes.
     pub(super) verified: Mutex<HashMap<String, Vec<u8>>>,
@@ -33,6 +35,7 @@ impl Access {
             tls: None,
             users: BTreeMap::new(),
             headers: Vec::new(),
+            rate_limit: None,
             verified: Mutex::new(HashMap::new()),
             decoy: OnceLock::new(),
             files: Vec::new(),

@@ -1,6 +1,7 @@
 //! The web configuration file (`--web.config.file`), in the format of Prometheus'
 //! exporter-toolkit: TLS and mutual TLS through rustls ([`tls`]), basic auth with bcrypt hashes
-//! ([`access`]), and extra response headers ([`headers`]).
+//! ([`access`]), extra response headers ([`headers`]) and a request rate limit
+//! ([`rate_limit`]).
 //!
 //! The file and the files it names are watched: when one changes, the whole set is read and
 //! validated again, so certificates rotate without a restart. A change that does not validate
@@ -8,6 +9,7 @@
 
 mod access;
 mod headers;
+mod rate_limit;
 mod tls;
 
 use std::collections::{BTreeMap, HashMap};
@@ -20,6 +22,8 @@ use serde::Deserialize;
 
 use crate::file_watch::{Change, Watched, stamps};
 pub use access::Access;
+pub use rate_limit::RateLimit;
+use rate_limit::{Bucket, RateLimitSettings};
 use tls::TlsSettings;
 
 /// How often the files are checked for changes, at most.
@@ -58,6 +62,7 @@ struct FileSettings {
     tls_server_config: Option<TlsSettings>,
     http_server_config: Option<HttpSettings>,
     basic_auth_users: Option<BTreeMap<String, String>>,
+    rate_limit: Option<RateLimitSettings>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -76,6 +81,8 @@ pub struct WebConfigFile {
     /// One bcrypt check at a time: it is slow on purpose, and clients without credentials
     /// must not be able to take every core.
     bcrypt_turn: tokio::sync::Semaphore,
+    /// The tokens of `rate_limit`, shared by every request.
+    bucket: Bucket,
 }
 
 impl fmt::Debug for WebConfigFile {
@@ -100,6 +107,7 @@ impl WebConfigFile {
             path: None,
             access: Watched::new(Access::open(), Vec::new(), RECHECK),
             bcrypt_turn: tokio::sync::Semaphore::new(1),
+            bucket: Bucket::default(),
         })
     }
 
@@ -113,6 +121,7 @@ impl WebConfigFile {
             path: Some(path.to_owned()),
             access: Watched::new(access, watched, RECHECK),
             bcrypt_turn: tokio::sync::Semaphore::new(1),
+            bucket: Bucket::default(),
         }))
     }
 
@@ -129,6 +138,12 @@ impl WebConfigFile {
         crate::task::spawn_blocking(move || access.check(&user, &password))
             .await
             .unwrap_or(false)
+    }
+
+    /// Whether `access`'s `rate_limit` lets one more request through now; if not, how long
+    /// until it does.
+    pub fn admit(&self, access: &Access) -> Result<(), Duration> {
+        self.bucket.take(access.rate_limit)
     }
 
     /// The file's path, if there is one.
@@ -202,10 +217,15 @@ fn read(path: &Path) -> Result<Access, WebConfigError> {
             .and_then(|h| h.headers)
             .unwrap_or_default(),
     )?;
+    let rate_limit = match settings.rate_limit {
+        Some(section) => section.validate()?,
+        None => None,
+    };
     Ok(Access {
         tls,
         users,
         headers,
+        rate_limit,
         verified: Mutex::new(HashMap::new()),
         decoy: OnceLock::new(),
         files,

@@ -254,9 +254,9 @@ fn basic_auth_checks_bcrypt_hashes_and_remembers_a_match() {
 #[test]
 fn unknown_keys_are_refused_with_their_line() {
     let files = Files::new("unknown");
-    let error = files.read("rate_limit:\n  burst: 1\n").unwrap_err();
+    let error = files.read("rate_limits:\n  burst: 1\n").unwrap_err();
     assert!(
-        error.contains("line 1") && error.contains("rate_limit"),
+        error.contains("line 1") && error.contains("rate_limits"),
         "{error}"
     );
     assert!(!error.contains('\n'), "one line: {error}");

@@ -267,6 +267,56 @@ async fn basic_auth_answers_401_without_valid_credentials_and_200_with_them() {
 }
 
 #[tokio::test]
+async fn rate_limit_answers_429_beyond_the_burst_before_basic_auth_and_follows_the_file() {
+    let dir = Dir::new("rate-limit");
+    let hash = bcrypt::hash("s3cret-Pa55", 4).unwrap();
+    let limited = |burst: u32| {
+        format!(
+            "basic_auth_users:\n  prometheus: {hash}\nhttp_server_config:\n  headers:\n    \
+             X-Frame-Options: deny\nrate_limit:\n  interval: 1h\n  burst: {burst}\n"
+        )
+    };
+    let app = spawn_with_web_config(&dir.write("web.yml", &limited(3))).await;
+    let http = reqwest::Client::new();
+    let get = |credentials: bool| {
+        let request = http.get(app.url("/metrics"));
+        let request = match credentials {
+            true => request.basic_auth("prometheus", Some("s3cret-Pa55")),
+            false => request,
+        };
+        async move { request.send().await.unwrap() }
+    };
+
+    // A burst of six: the first three are answered as the credentials deserve (a request
+    // without them takes a token too), the rest get 429 whatever they carry.
+    let mut statuses = Vec::new();
+    for credentials in [true, false, true, true, false, true] {
+        statuses.push(get(credentials).await.status().as_u16());
+    }
+    assert_eq!(statuses, [200, 401, 200, 429, 429, 429]);
+    let refused = get(true).await;
+    assert_eq!(refused.status(), 429);
+    assert_eq!(
+        refused.headers()["retry-after"],
+        "3600",
+        "one token an hour"
+    );
+    assert_eq!(refused.headers()["x-frame-options"], "deny");
+    assert!(refused.headers().get("www-authenticate").is_none());
+    assert_eq!(refused.text().await.unwrap(), "Too Many Requests\n");
+
+    // A changed limit applies without a restart, with a full bucket.
+    dir.write("web.yml", &limited(2));
+    eventually("the new limit's burst", || async {
+        get(true).await.status() == 200
+    })
+    .await;
+    assert_eq!(get(true).await.status(), 200);
+    assert_eq!(get(true).await.status(), 429);
+    assert_eq!(get(true).await.status(), 429);
+}
+
+#[tokio::test]
 async fn a_rotated_certificate_serves_the_next_connection_without_a_restart() {
     let dir = Dir::new("rotation");
     let old_ca = TestCa::new("old CA");
