@@ -2,7 +2,7 @@
 
 use rustls::version::{TLS12, TLS13};
 
-use super::tls::{cipher_suites, curves, versions};
+use super::tls::{cipher_suites, curves, subject_alternative_names, versions};
 use super::*;
 
 /// A directory with a self-signed server certificate and key in it.
@@ -158,9 +158,25 @@ fn client_certificate_rules_follow_exporter_toolkit() {
     assert!(error.contains("`Sometimes` is not one of"), "{error}");
     let error = with("  client_allowed_sans: [prometheus]\n").unwrap_err();
     assert!(
-        error.contains("client_allowed_sans is not supported"),
+        error.starts_with(
+            "tls_server_config.client_allowed_sans: needs client_auth_type \
+             RequireAndVerifyClientCert"
+        ),
         "{error}"
     );
+    let verified = "  client_auth_type: RequireAndVerifyClientCert\n  client_ca_file: ca.crt\n";
+    let error = with(&format!("{verified}  client_allowed_sans: []\n")).unwrap_err();
+    assert!(
+        error.starts_with("tls_server_config.client_allowed_sans: lists no SAN"),
+        "{error}"
+    );
+    assert!(with(&format!("{verified}  client_allowed_sans: [prometheus]\n")).is_ok());
+    let error = with(
+        "  client_auth_type: VerifyClientCertIfGiven\n  client_ca_file: ca.crt\n  \
+         client_allowed_sans: [prometheus]\n",
+    )
+    .unwrap_err();
+    assert!(error.contains("needs client_auth_type"), "{error}");
     for kind in ["RequestClientCert", "RequireAnyClientCert"] {
         assert!(
             with(&format!("  client_auth_type: {kind}\n")).is_ok(),
@@ -260,4 +276,39 @@ fn unknown_keys_are_refused_with_their_line() {
         "{error}"
     );
     assert!(!error.contains('\n'), "one line: {error}");
+}
+
+#[test]
+fn subject_alternative_names_are_read_as_go_writes_them() {
+    use rcgen::{CertificateParams, KeyPair, SanType};
+    let mut params = CertificateParams::new(vec!["prometheus.example".to_owned()]).unwrap();
+    params.subject_alt_names.extend([
+        SanType::IpAddress("10.0.0.9".parse().unwrap()),
+        SanType::IpAddress("2001:db8:0:0:0:0:0:1".parse().unwrap()),
+        SanType::Rfc822Name("ops@example.com".try_into().unwrap()),
+        SanType::URI("spiffe://example.org/prometheus".try_into().unwrap()),
+    ]);
+    let key = KeyPair::generate().unwrap();
+    let certificate = params.self_signed(&key).unwrap();
+    assert_eq!(
+        subject_alternative_names(certificate.der()).unwrap(),
+        [
+            "prometheus.example",
+            "10.0.0.9",
+            "2001:db8::1",
+            "ops@example.com",
+            "spiffe://example.org/prometheus"
+        ]
+    );
+    let plain = CertificateParams::new(Vec::<String>::new()).unwrap();
+    let none = plain.self_signed(&key).unwrap();
+    assert_eq!(
+        subject_alternative_names(none.der()).unwrap(),
+        [] as [&str; 0]
+    );
+    let error = subject_alternative_names(b"not DER").unwrap_err();
+    assert!(
+        error.starts_with("the client certificate cannot be read"),
+        "{error}"
+    );
 }

@@ -85,13 +85,6 @@ pub(super) fn tls_config(
     dir: &Path,
     files: &mut Vec<PathBuf>,
 ) -> Result<ServerConfig, String> {
-    if tls.client_allowed_sans.is_some() {
-        return Err(
-            "tls_server_config.client_allowed_sans is not supported; restrict clients \
-                    with a dedicated client_ca_file instead"
-                .into(),
-        );
-    }
     let certs = pem_source("cert", tls.cert_file, tls.cert, dir, files)?
         .ok_or("tls_server_config: one of cert_file and cert is required")?;
     let key = pem_source("key", tls.key_file, tls.key, dir, files)?
@@ -104,6 +97,24 @@ pub(super) fn tls_config(
         )
     })?;
     let client_auth = ClientAuth::parse(tls.client_auth_type.as_deref().unwrap_or(""))?;
+    match &tls.client_allowed_sans {
+        Some(_) if client_auth != ClientAuth::RequireAndVerify => {
+            return Err(
+                "tls_server_config.client_allowed_sans: needs client_auth_type \
+                        RequireAndVerifyClientCert (otherwise a client without a verified \
+                        certificate would not be checked against the list)"
+                    .into(),
+            );
+        }
+        Some(sans) if sans.is_empty() => {
+            return Err(
+                "tls_server_config.client_allowed_sans: lists no SAN, which would \
+                        refuse every client; list the allowed ones or leave the key out"
+                    .into(),
+            );
+        }
+        _ => {}
+    }
     let client_ca = pem_source("client_ca", tls.client_ca_file, tls.client_ca, dir, files)?;
 
     let mut provider = rustls::crypto::ring::default_provider();
@@ -149,9 +160,13 @@ pub(super) fn tls_config(
             } else {
                 builder
             };
-            builder
+            let verified = builder
                 .build()
-                .map_err(|e| format!("tls_server_config.{}: {e}", ca.name))?
+                .map_err(|e| format!("tls_server_config.{}: {e}", ca.name))?;
+            match tls.client_allowed_sans {
+                Some(allowed) => Arc::new(AllowedSans { verified, allowed }),
+                None => verified,
+            }
         }
     };
 
@@ -371,5 +386,109 @@ impl ClientCertVerifier for AnyClientCert {
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
         self.algorithms.supported_schemes()
+    }
+}
+
+/// `client_allowed_sans`: a client certificate the CA check accepts is accepted only when one of
+/// its subject alternative names (DNS name, IP address, e-mail address or URI, written as Go
+/// writes them) is exactly one of the list, as exporter-toolkit checks it. A refused client
+/// fails the handshake.
+#[derive(Debug)]
+struct AllowedSans {
+    verified: Arc<dyn ClientCertVerifier>,
+    allowed: Vec<String>,
+}
+
+/// The subject alternative names of a DER certificate, as strings.
+pub(super) fn subject_alternative_names(der: &[u8]) -> Result<Vec<String>, String> {
+    use x509_parser::extensions::GeneralName;
+    let (_, certificate) = x509_parser::parse_x509_certificate(der)
+        .map_err(|e| format!("the client certificate cannot be read: {e}"))?;
+    let extension = certificate
+        .subject_alternative_name()
+        .map_err(|e| format!("the client certificate's SAN extension cannot be read: {e}"))?;
+    let Some(extension) = extension else {
+        return Ok(Vec::new());
+    };
+    Ok(extension
+        .value
+        .general_names
+        .iter()
+        .filter_map(|name| match name {
+            GeneralName::DNSName(text) | GeneralName::RFC822Name(text) | GeneralName::URI(text) => {
+                Some((*text).to_owned())
+            }
+            GeneralName::IPAddress(bytes) => match bytes.len() {
+                4 => <[u8; 4]>::try_from(*bytes)
+                    .ok()
+                    .map(|octets| std::net::Ipv4Addr::from(octets).to_string()),
+                16 => <[u8; 16]>::try_from(*bytes)
+                    .ok()
+                    .map(|octets| std::net::Ipv6Addr::from(octets).to_string()),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect())
+}
+
+impl ClientCertVerifier for AllowedSans {
+    fn offer_client_auth(&self) -> bool {
+        self.verified.offer_client_auth()
+    }
+
+    fn client_auth_mandatory(&self) -> bool {
+        self.verified.client_auth_mandatory()
+    }
+
+    fn root_hint_subjects(&self) -> &[DistinguishedName] {
+        self.verified.root_hint_subjects()
+    }
+
+    fn verify_client_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        now: UnixTime,
+    ) -> Result<ClientCertVerified, rustls::Error> {
+        let verified = self
+            .verified
+            .verify_client_cert(end_entity, intermediates, now)?;
+        let refused = |message: String| {
+            rustls::Error::InvalidCertificate(rustls::CertificateError::Other(rustls::OtherError(
+                Arc::new(std::io::Error::other(message)),
+            )))
+        };
+        let names = subject_alternative_names(end_entity).map_err(refused)?;
+        if names.iter().any(|name| self.allowed.contains(name)) {
+            Ok(verified)
+        } else {
+            Err(refused(format!(
+                "the client certificate has none of client_allowed_sans; its SANs: [{}]",
+                names.join(", ")
+            )))
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        self.verified.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        self.verified.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.verified.supported_verify_schemes()
     }
 }

@@ -53,7 +53,12 @@ impl TestCa {
 
     /// A client certificate, as Prometheus would present.
     fn client(&self) -> Issued {
-        self.issue(&["prometheus"], ExtendedKeyUsagePurpose::ClientAuth)
+        self.client_named(&["prometheus"])
+    }
+
+    /// A client certificate with these subject alternative names.
+    fn client_named(&self, names: &[&str]) -> Issued {
+        self.issue(names, ExtendedKeyUsagePurpose::ClientAuth)
     }
 
     fn issue(&self, names: &[&str], usage: ExtendedKeyUsagePurpose) -> Issued {
@@ -210,6 +215,42 @@ async fn mutual_tls_refuses_a_client_without_a_certificate_from_the_client_ca() 
         refused.is_err(),
         "a certificate from another CA got {refused:?}"
     );
+}
+
+#[tokio::test]
+async fn client_allowed_sans_refuses_a_verified_client_whose_certificate_names_none_of_them() {
+    let dir = Dir::new("allowed-sans");
+    let ca = TestCa::new("server CA");
+    let clients = TestCa::new("client CA");
+    dir.write("clients.crt", &clients.pem);
+    let config = format!(
+        "{TLS}  client_auth_type: RequireAndVerifyClientCert\n  client_ca_file: clients.crt\n  \
+         client_allowed_sans: [prometheus-0.monitoring.svc, 10.0.0.9]\n"
+    );
+    let app = spawn_with_web_config(&dir.serve(&ca.server(), &config)).await;
+
+    // Both certificates come from the client CA; only the SANs differ.
+    for names in [
+        &["prometheus-0.monitoring.svc"][..],
+        &["other.example", "10.0.0.9"][..],
+    ] {
+        let allowed = https_client(&ca, Some(&clients.client_named(names)));
+        let response = allowed.get(https(&app, "/-/healthy")).send().await;
+        let status = response.map(|r| r.status().as_u16());
+        assert_eq!(status.ok(), Some(200), "{names:?} is allowed");
+    }
+    let intruder = https_client(&ca, Some(&clients.client_named(&["grafana.example"])));
+    let refused = intruder.get(https(&app, "/-/healthy")).send().await;
+    assert!(
+        refused.is_err(),
+        "a certificate without an allowed SAN got {refused:?}"
+    );
+    eventually("the refusal logged with the SANs found", || async {
+        app.logs().contains(
+            "the client certificate has none of client_allowed_sans; its SANs: [grafana.example]",
+        )
+    })
+    .await;
 }
 
 #[tokio::test]
@@ -427,4 +468,32 @@ fn the_example_web_config_file_is_valid() {
         names,
         ["strict-transport-security", "x-content-type-options"]
     );
+    assert!(access.rate_limit.is_none());
+
+    // The commented mutual TLS, allowed SANs and rate limit lines are valid as written.
+    let clients = TestCa::new("client CA");
+    dir.write("prometheus-ca.crt", &clients.pem);
+    let mut uncommented = 0;
+    let with_options: String = example
+        .lines()
+        .map(|line| {
+            let option = [
+                "  # client_",
+                "# rate_limit:",
+                "#   interval:",
+                "#   burst:",
+            ]
+            .iter()
+            .any(|start| line.starts_with(start));
+            uncommented += usize::from(option);
+            match option {
+                true => format!("{}\n", line.replacen("# ", "", 1)),
+                false => format!("{line}\n"),
+            }
+        })
+        .collect();
+    assert_eq!(uncommented, 6, "{with_options}");
+    let file = dir.write("web.yml", &with_options);
+    let web = reputation_exporter::web_config::WebConfigFile::load(&file).unwrap();
+    assert!(web.current().rate_limit.is_some());
 }
