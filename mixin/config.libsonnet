@@ -15,25 +15,49 @@
     // recording rules and panels take the max without it.
     instanceLabel: 'instance',
 
-    // ReputationSenderScoreLow: a score below the floor for this long.
+    // Gaps bridged: every reputation alert reads the last sample of its series within this
+    // window, so a restart or a scrape gap (no sample) neither resolves a firing alert nor
+    // restarts a pending one's `for`, while the first sample that contradicts it resolves it
+    // at once. List-side series come back within a poll after a start.
+    gapWindow: '20m',
+    // The asset-report series (listings, blacklist events) come back as a large fleet's first
+    // report round after a start reaches each asset.
+    reportGapWindow: '90m',
+
+    // ReputationSenderScoreLow (warning): a score below the floor for this long.
     senderScoreFloor: 70,
     senderScoreLowFor: '30m',
     // The dashboard colours scores from here on green (orange between floor and this).
     senderScoreGood: 80,
-    // ReputationSenderScoreDropped: this many points below the highest of the window.
+    // ReputationSenderScoreDropped (critical): this many points below the highest of the
+    // window.
     senderScoreDrop: 10,
     senderScoreDropWindow: '24h',
     senderScoreDropFor: '15m',
-    // ReputationAssetBlacklisted: the count higher than at any time in this window.
+    // ReputationBlacklistListed (critical): a listing whose event is younger than this is
+    // new and pages; an older one (a fleet's standing listings, first seen at installation)
+    // does not. A page lasts until the delisting.
+    listingNewSeconds: 43200,
+    // ReputationAssetBlacklisted (critical, assets without asset reports): the count higher
+    // than at any time in this window.
     listingWindow: '6h',
-    // ReputationSndsRed and ReputationSndsBlocked.
-    sndsRedFor: '1h',
+    // ReputationSndsBlocked (critical): blocked now, and not blocked at some time in this
+    // window (a new block); it lasts until the block is lifted.
+    sndsBlockedNewWindow: '6h',
     sndsBlockedFor: '15m',
-    // ReputationApiDown: an endpoint failing this long.
+    // ReputationSndsRed (warning).
+    sndsRedFor: '1h',
+    // ReputationBlacklistedAssets and ReputationSndsBlockedAssets (info): the standing
+    // conditions of an account, one alert each, once they have stood this long.
+    standingFor: '15m',
+    // Routing by team: a regular expression on asset tags (e.g. 'team-.+'). When set, the
+    // per-asset critical alerts carry the asset's matching tag as a `team` label (an asset
+    // with two carries two alerts, one per team), for Alertmanager to route on
+    // (deploy/alertmanager/alertmanager.yml). Tags need asset reports; assets without a
+    // matching tag alert without `team`. Empty: no `team` label.
+    teamTag: '',
+    // ReputationApiDown: polls of an endpoint failing after their retries this long.
     apiDownFor: '30m',
-    // ReputationApiUnavailable: this many 503 answers within the window.
-    api503Count: 10,
-    api503Window: '1h',
     // ReputationApiTokenRejected.
     tokenRejectedFor: '5m',
     // ReputationDataStale: the last successful list poll older than this (seconds).
@@ -42,13 +66,6 @@
     // ReputationExporterDown and ReputationExporterReloadFailed.
     exporterDownFor: '5m',
     reloadFailedFor: '5m',
-
-    // keep_firing_for (Prometheus 2.42 and later): a restart or a scrape gap leaves the asset
-    // series missing for a few minutes; without it a firing alert would resolve in the gap
-    // and page again after it. A real recovery resolves that much later.
-    keepFiringFor: '15m',
-    // The listing alerts: a large fleet's first report round after a start can take this long.
-    listingKeepFiringFor: '30m',
 
     // Each alert links runbookUrl#<alert name in lower case>, the runbook's heading for it.
     runbookUrl: 'https://github.com/reputation-exporter/reputation-exporter/blob/main/docs/runbook.md',

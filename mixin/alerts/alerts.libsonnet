@@ -14,88 +14,159 @@
       runbook_url: runbook(name),
     },
   } + extra,
-  local holding(pending, keep) = { 'for': pending, keep_firing_for: keep },
+  // The last sample of a series within the gap window: a restart's gap keeps the alert
+  // (and its `for`), a contradicting sample ends it at the next evaluation.
+  local last(selector, window=c.gapWindow) = 'last_over_time(%s[%s])' % [selector, window],
+  local asset = 'job, %(instanceLabel)s, kind, asset' % c,
+  // Still firing (or pending): what keeps a new event's page up until the event is over.
+  local still(name, states='firing') = 'ALERTS{%s, alertname="%s", alertstate=~"%s"}' % [c.selector, name, states],
+  local pendingFor(duration) = { 'for': duration },
+  // `expr` with the asset's team tag as a `team` label, when _config.teamTag names them.
+  local team(expr) =
+    if c.teamTag == '' then expr else
+      local tags = 'reputation_asset_tag_info{%s, tag=~"%s"}' % [c.selector, c.teamTag];
+      |||
+        max without (tag) (
+          label_replace(
+            (%(expr)s) * on (%(asset)s) group_left (tag) max by (%(asset)s, tag) (%(tags)s),
+            "team", "$1", "tag", "(.*)"
+          )
+        )
+        or
+        (%(expr)s) unless on (%(asset)s) %(tags)s
+      ||| % { expr: std.rstripChars(expr, '\n'), asset: asset, tags: tags },
 
   prometheusAlerts+:: {
     groups+: [
       {
         name: 'reputation.alerts',
         rules: [
-          // -1 / null scores give no sample, so they never fire this.
+          // A standing condition: reported at warning, never paged. -1 / null scores give no
+          // sample, so they never fire this.
           alert(
             'ReputationSenderScoreLow',
             'warning',
-            'reputation_senderscore{%(selector)s} < %(senderScoreFloor)s' % c,
+            '%s < %s' % [last('reputation_senderscore{%(selector)s}' % c), c.senderScoreFloor],
             'Sender Score is low.',
             'The Sender Score of {{ $labels.kind }} {{ $labels.asset }} is {{ $value }}, below %(senderScoreFloor)s. Mail from it is likely to be filtered.' % c,
-            holding(c.senderScoreLowFor, c.keepFiringFor),
+            pendingFor(c.senderScoreLowFor),
           ),
+          // A change: pages. Needs the window's history, so a new installation never fires it.
           alert(
             'ReputationSenderScoreDropped',
-            'warning',
-            'max_over_time(reputation_senderscore{%(selector)s}[%(senderScoreDropWindow)s]) - reputation_senderscore{%(selector)s} >= %(senderScoreDrop)s' % c,
+            'critical',
+            team('max_over_time(reputation_senderscore{%(selector)s}[%(senderScoreDropWindow)s]) - %(last)s >= %(senderScoreDrop)s' % (c { last: last('reputation_senderscore{%(selector)s}' % c) })),
             'Sender Score dropped sharply.',
             'The Sender Score of {{ $labels.kind }} {{ $labels.asset }} is {{ $value }} points below its highest value of the last %(senderScoreDropWindow)s.' % c,
-            holding(c.senderScoreDropFor, c.keepFiringFor),
+            pendingFor(c.senderScoreDropFor),
           ),
-          // Fires when the count rose within the window (a new listing), not for old listings.
-          alert(
-            'ReputationAssetBlacklisted',
-            'critical',
-            'reputation_blacklistings{%(selector)s} > 0 and reputation_blacklistings{%(selector)s} > min_over_time(reputation_blacklistings{%(selector)s}[%(listingWindow)s])' % c,
-            'Asset newly blacklisted.',
-            '{{ $labels.kind }} {{ $labels.asset }} is now listed on {{ $value }} blacklist(s), more than in the last %(listingWindow)s. See reputation_blacklist_listed for which ones.' % c,
-            { keep_firing_for: c.listingKeepFiringFor },
-          ),
-          // Needs asset reports (asset_reports.enabled); names the blacklist.
+          // A new listing (needs asset reports, names the blacklist): the listing event is
+          // younger than listingNewSeconds when first seen, so the standing listings of a new
+          // installation (days or months old) never page. Once firing it lasts until the
+          // delisting, however long that takes.
           alert(
             'ReputationBlacklistListed',
             'critical',
-            'reputation_blacklist_listed{%(selector)s} == 1' % c,
-            'Asset listed on a blacklist.',
-            '{{ $labels.kind }} {{ $labels.asset }} is listed on {{ $labels.blacklist }}.',
-            { keep_firing_for: c.listingKeepFiringFor },
+            team(|||
+              %(listed)s == 1
+              and on (%(asset)s, blacklist)
+              (
+                time() - %(changed)s < %(listingNewSeconds)s
+                or on (%(asset)s, blacklist) %(still)s
+              )
+            ||| % (c {
+                     asset: asset,
+                     listed: last('reputation_blacklist_listed{%(selector)s}' % c, c.reportGapWindow),
+                     changed: last('reputation_blacklist_last_change_timestamp_seconds{%(selector)s}' % c, c.reportGapWindow),
+                     still: still('ReputationBlacklistListed'),
+                   })),
+            'Asset newly listed on a blacklist.',
+            '{{ $labels.kind }} {{ $labels.asset }} is newly listed on {{ $labels.blacklist }}.',
+          ),
+          // A new listing from the list endpoint's count, for assets without asset reports
+          // (with reports, ReputationBlacklistListed says the same with the blacklist's name):
+          // the count rose above its lowest of the window; it resolves when the count falls
+          // back, or when the listing has stood the whole window.
+          alert(
+            'ReputationAssetBlacklisted',
+            'critical',
+            team(|||
+              %(count)s > 0
+              and %(count)s > min_over_time(reputation_blacklistings{%(selector)s}[%(listingWindow)s])
+              unless on (%(asset)s) %(reported)s
+            ||| % (c {
+                     asset: asset,
+                     count: last('reputation_blacklistings{%(selector)s}' % c),
+                     reported: last('reputation_blacklist_listed{%(selector)s}' % c, c.reportGapWindow),
+                   })),
+            'Asset newly blacklisted.',
+            '{{ $labels.kind }} {{ $labels.asset }} is now listed on {{ $value }} blacklist(s), more than in the last %(listingWindow)s.' % c,
+          ),
+          // The standing listings of an account: one alert, whatever their number.
+          alert(
+            'ReputationBlacklistedAssets',
+            'info',
+            'count by (job, %(instanceLabel)s) (%(count)s > 0)' % (c { count: last('reputation_blacklistings{%(selector)s}' % c) }),
+            'Assets are listed on blacklists.',
+            '{{ $value }} asset(s) of {{ $labels.%(instanceLabel)s }} are listed on at least one blacklist. New listings page on their own; see the dashboard for these.' % c,
+            pendingFor(c.standingFor),
           ),
           alert(
             'ReputationSndsRed',
             'warning',
-            'reputation_snds_reputation{%(selector)s, reputation_snds_reputation="red"} == 1' % c,
+            '%s == 1' % last('reputation_snds_reputation{%(selector)s, reputation_snds_reputation="red"}' % c),
             'Microsoft SNDS reputation is red.',
             'Microsoft SNDS rates {{ $labels.kind }} {{ $labels.asset }} red: Outlook.com filters most of its mail.',
-            holding(c.sndsRedFor, c.keepFiringFor),
+            pendingFor(c.sndsRedFor),
           ),
+          // A new block: blocked now and not at some time in the window; it lasts until the
+          // block is lifted. A block first seen at installation does not page.
           alert(
             'ReputationSndsBlocked',
             'critical',
-            'reputation_snds_blocked{%(selector)s} == 1' % c,
-            'Microsoft SNDS reports the asset blocked.',
+            team(|||
+              %(blocked)s == 1
+              and on (%(asset)s)
+              (
+                min_over_time(reputation_snds_blocked{%(selector)s}[%(sndsBlockedNewWindow)s]) == 0
+                or on (%(asset)s) %(still)s
+              )
+            ||| % (c {
+                     asset: asset,
+                     blocked: last('reputation_snds_blocked{%(selector)s}' % c),
+                     still: still('ReputationSndsBlocked', 'firing|pending'),
+                   })),
+            'Microsoft SNDS newly reports the asset blocked.',
             'Microsoft SNDS reports {{ $labels.kind }} {{ $labels.asset }} as blocked: Outlook.com rejects its mail.',
-            holding(c.sndsBlockedFor, c.keepFiringFor),
+            pendingFor(c.sndsBlockedFor),
           ),
-          // An endpoint has no reputation_api_up before its first outcome, so a restart never
-          // makes this pending; for asset it is 0 after 5 failed reports in a row.
+          alert(
+            'ReputationSndsBlockedAssets',
+            'info',
+            'count by (job, %(instanceLabel)s) (%(blocked)s == 1)' % (c { blocked: last('reputation_snds_blocked{%(selector)s}' % c) }),
+            'Microsoft SNDS reports assets blocked.',
+            '{{ $value }} asset(s) of {{ $labels.%(instanceLabel)s }} are blocked by Microsoft SNDS. New blocks page on their own; see the dashboard for these.' % c,
+            pendingFor(c.standingFor),
+          ),
+          // Polls that fail after their retries (503s the retries got past are no symptom).
+          // An endpoint has no reputation_api_up before its first outcome, and the gap window
+          // carries the state across a restart; for asset it is 0 after 5 failed reports in a
+          // row.
           alert(
             'ReputationApiDown',
             'warning',
-            'reputation_api_up{%(selector)s} == 0' % c,
+            '%s == 0' % last('reputation_api_up{%(selector)s}' % c),
             'The reputation API keeps failing.',
-            'Polls of the API endpoint {{ $labels.endpoint }} by {{ $labels.%(instanceLabel)s }} have failed for %(apiDownFor)s; the exported values are ageing.' % c,
-            { 'for': c.apiDownFor },
-          ),
-          alert(
-            'ReputationApiUnavailable',
-            'warning',
-            'sum by (job, %(instanceLabel)s, endpoint) (increase(reputation_api_requests_total{%(selector)s, code="503"}[%(api503Window)s])) >= %(api503Count)s' % c,
-            'The reputation API keeps answering 503.',
-            'The API endpoint {{ $labels.endpoint }} answered 503 to {{ $labels.%(instanceLabel)s }} %(api503Count)s times or more in the last %(api503Window)s; the exporter backs off and keeps the last values.' % c,
+            'Polls of the API endpoint {{ $labels.endpoint }} by {{ $labels.%(instanceLabel)s }} have failed after their retries for %(apiDownFor)s; the exported values are ageing.' % c,
+            pendingFor(c.apiDownFor),
           ),
           alert(
             'ReputationApiTokenRejected',
             'critical',
-            'reputation_api_auth_ok{%(selector)s} == 0' % c,
+            '%s == 0' % last('reputation_api_auth_ok{%(selector)s}' % c),
             "The reputation API rejects the exporter's token.",
             'The API answers 401/403 to {{ $labels.%(instanceLabel)s }}: the token is wrong, expired or lacks access. No new data arrives.' % c,
-            { 'for': c.tokenRejectedFor },
+            pendingFor(c.tokenRejectedFor),
           ),
           alert(
             'ReputationDataStale',
@@ -103,7 +174,7 @@
             'time() - reputation_last_success_timestamp_seconds{%(selector)s, endpoint=~"ip-list|domain-list"} > %(staleAfterSeconds)s' % c,
             'Reputation data is stale.',
             'The last successful poll of {{ $labels.endpoint }} by {{ $labels.%(instanceLabel)s }} was {{ $value | humanizeDuration }} ago; after metrics.max_age its asset series disappear.' % c,
-            { 'for': c.staleFor },
+            pendingFor(c.staleFor),
           ),
           alert(
             'ReputationExporterDown',
@@ -111,7 +182,7 @@
             'up{%(selector)s} == 0' % c,
             'The reputation exporter cannot be scraped.',
             'Prometheus cannot scrape {{ $labels.%(instanceLabel)s }}: no reputation data and no reputation alerts from it.' % c,
-            { 'for': c.exporterDownFor },
+            pendingFor(c.exporterDownFor),
           ),
           alert(
             'ReputationExporterReloadFailed',
@@ -119,7 +190,7 @@
             'reputation_exporter_config_last_reload_successful{%(exporterSelector)s} == 0' % c,
             'The exporter refused its new configuration.',
             '{{ $labels.%(instanceLabel)s }} refused the configuration it was asked to reload (SIGHUP or POST /-/reload) and runs the previous one; the next restart would fail the same way.' % c,
-            { 'for': c.reloadFailedFor },
+            pendingFor(c.reloadFailedFor),
           ),
         ],
       },

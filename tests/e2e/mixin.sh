@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The monitoring mixin (mixin/): formatted as jsonnetfmt formats it; the shipped files under
 # deploy/ are its default rendering; linted as `mixtool lint` lints; and configurable for real:
-# rendered with another score floor, job selector, instance label and runbook URL, the alert
+# rendered with another score floor, job selector, instance label, gap window and runbook URL
+# (and with teamTag, the alerts carry the asset's team), the alert
 # expressions, recording rules, dashboard queries and runbook links follow, and the promtool
 # rule tests pass on the default rendering.
 #
@@ -38,7 +39,15 @@ cp -r deploy/prometheus/tests "$work/default/prometheus/"
 promtool test rules "$work/default"/prometheus/tests/*.yml >"$work/promtool.log" 2>&1 ||
     fail "promtool test rules on the default rendering"
 
-override='{senderScoreFloor: 80, senderScoreGood: 90, selector: "job=\"mail-reputation\"", instanceLabel: "account", runbookUrl: "https://wiki.example.com/reputation/runbook"}'
+# Routing by team: rendered with teamTag, a team-tagged asset's alerts carry `team`.
+render "$work/team" "{teamTag: 'team-.+'}"
+mkdir -p "$work/team/prometheus/tests"
+cp tests/e2e/mixin_team_test.yml "$work/team/prometheus/tests/"
+promtool test rules "$work/team/prometheus/tests/mixin_team_test.yml" >"$work/team.log" 2>&1 ||
+    fail "promtool test rules on the rendering with teamTag"
+echo "team: a team-tagged asset's new listing carries team for Alertmanager's routing"
+
+override='{senderScoreFloor: 80, senderScoreGood: 90, selector: "job=\"mail-reputation\"", instanceLabel: "account", gapWindow: "30m", runbookUrl: "https://wiki.example.com/reputation/runbook"}'
 render "$work/override" "$override"
 promtool check rules "$work/override/prometheus/alerts.yml" "$work/override/prometheus/rules.yml" >"$work/check.log" 2>&1 ||
     fail "promtool check rules on the override's rendering"
@@ -79,8 +88,8 @@ def check(what, got, want):
     assert got == want, f"{what}: {got!r}, expected {want!r}"
 
 da, oa = alerts(d), alerts(o)
-check("default score alert", da["ReputationSenderScoreLow"]["expr"], 'reputation_senderscore{job="reputation"} < 70')
-check("override score alert", oa["ReputationSenderScoreLow"]["expr"], 'reputation_senderscore{job="mail-reputation"} < 80')
+check("default score alert", da["ReputationSenderScoreLow"]["expr"], 'last_over_time(reputation_senderscore{job="reputation"}[20m]) < 70')
+check("override score alert", oa["ReputationSenderScoreLow"]["expr"], 'last_over_time(reputation_senderscore{job="mail-reputation"}[30m]) < 80')
 assert "below 80." in oa["ReputationSenderScoreLow"]["annotations"]["description"]
 for name, rule in oa.items():
     expr = rule["expr"]
@@ -88,7 +97,9 @@ for name, rule in oa.items():
         assert 'job="mail-reputation"' in expr and 'job="reputation"' not in expr, f"{name}: {expr}"
     check(f"{name} runbook", rule["annotations"]["runbook_url"], f"https://wiki.example.com/reputation/runbook#{name.lower()}")
     assert "$labels.instance" not in rule["annotations"]["description"], name
-check("503 alert grouping", oa["ReputationApiUnavailable"]["expr"].split("(increase")[0], "sum by (job, account, endpoint) ")
+check("standing listings grouping", oa["ReputationBlacklistedAssets"]["expr"].split("(last_over_time")[0], "count by (job, account) ")
+assert "on (job, account, kind, asset, blacklist)" in oa["ReputationBlacklistListed"]["expr"], oa["ReputationBlacklistListed"]["expr"]
+assert 'ALERTS{job="mail-reputation", alertname="ReputationBlacklistListed"' in oa["ReputationBlacklistListed"]["expr"]
 for rule in o["prometheusRules"]["groups"][0]["rules"]:
     assert 'job="mail-reputation"' in rule["expr"], rule
     assert "without (instance)" not in rule["expr"], rule
@@ -123,7 +134,7 @@ out = json.load(open(sys.argv[1]))
 rule = out["reputation-prometheusrule"]
 rules = [r for g in rule["spec"]["groups"] for r in g["rules"]]
 low = next(r for r in rules if r.get("alert") == "ReputationSenderScoreLow")
-assert low["expr"] == 'reputation_senderscore{job="mail-reputation"} < 80', low
+assert low["expr"] == 'last_over_time(reputation_senderscore{job="mail-reputation"}[20m]) < 80', low
 assert any("record" in r for r in rules), "no recording rules"
 assert out["reputation-dashboard"]["uid"] == "reputation-exporter"
 print(f"docs/deploying.md example: {len(rules)} rules in the PrometheusRule, the dashboard")
