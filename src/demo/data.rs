@@ -10,33 +10,42 @@ use crate::upstream::date;
 pub(super) fn report_item(name: &str, seed: u64, tick: u64, now: i64) -> Value {
     const BLACKLISTS: [&str; 3] = ["Spamhaus SBL", "Barracuda BRBL", "SpamCop"];
     let date = |seconds_ago: i64| date::format_utc(now - seconds_ago).unwrap_or_default();
-    let window_start = ((tick / 6) * 6 * DEMO_TICK.as_secs()) as i64;
-    let since_window = (tick * DEMO_TICK.as_secs()) as i64 - window_start;
-    let listed_now = listings(seed, tick);
-    let listed_before = listings(seed, (tick / 6).saturating_sub(1) * 6);
+    let window = tick / WINDOW_TICKS;
+    // Seconds before now of the start of window `w`.
+    let window_age = |w: u64| ((tick - w * WINDOW_TICKS) * DEMO_TICK.as_secs()) as i64;
+    let listed_now = listings_in(seed, window);
+    let listed_before = listings_in(seed, window.saturating_sub(1));
     let episode = Episode::of(seed);
     // Seconds before now of the history entry `day` days back (an hour before now for today).
     let entry_age = |day: u64| 3600 + day as i64 * 86_400;
     let in_episode = |day: u64| episode.is_some_and(|e| e.covers(entry_age(day)));
     let mut events = Vec::new();
     for (b, blacklist) in BLACKLISTS.iter().enumerate() {
-        let b = b as i64;
-        // An old delisting first, then what happened at the start of the current window:
-        // newest-first order is not promised, so the old event comes first on purpose.
+        // An old delisting first, then the recent listing or delisting: newest-first order is
+        // not promised, so the old event comes first on purpose.
         events
             .push(json!({"date": date(95 * 86_400), "status": "Delisted", "blacklist": blacklist}));
-        if let Some(episode) = episode.filter(|e| e.blacklist == b as usize) {
+        if let Some(episode) = episode.filter(|e| e.blacklist == b) {
             events.push(
                 json!({"date": date(episode.listed), "status": "Listed", "blacklist": blacklist}),
             );
             events.push(json!({"date": date(episode.delisted), "status": "Delisted", "blacklist": blacklist}));
         }
-        let (now_listed, was_listed) = (b < listed_now, b < listed_before);
-        if now_listed != was_listed || now_listed {
-            let status = if now_listed { "Listed" } else { "Delisted" };
-            events.push(
-                json!({"date": date(since_window + 60), "status": status, "blacklist": blacklist}),
-            );
+        match Listing::on(seed, b, window) {
+            // Listed when the simulation started: days before it, as a real fleet's standing
+            // listings are when monitoring begins.
+            Listing::Standing => events.push(json!({
+                "date": date(window_age(0) + standing_age(seed)),
+                "status": "Listed",
+                "blacklist": blacklist,
+            })),
+            Listing::Since(start) => events.push(
+                json!({"date": date(window_age(start)), "status": "Listed", "blacklist": blacklist}),
+            ),
+            Listing::EndedAt(end) => events.push(
+                json!({"date": date(window_age(end)), "status": "Delisted", "blacklist": blacklist}),
+            ),
+            Listing::None => {}
         }
     }
     let teams = ["team-transactional", "team-marketing", "team-corporate"];
@@ -45,8 +54,8 @@ pub(super) fn report_item(name: &str, seed: u64, tick: u64, now: i64) -> Value {
         "tags": [teams[(seed % 3) as usize], if seed.is_multiple_of(2) { "pool-a" } else { "pool-b" }],
         "hostname": [format!("mta{seed}.mail.example.com")],
         "senderscore": score(seed, tick),
-        "senderscore_prev": score(seed, tick.saturating_sub(3)),
-        "senderscore_change": {"last_check": score(seed, tick) - score(seed, tick.saturating_sub(3))},
+        "senderscore_prev": score(seed, tick.saturating_sub(WINDOW_TICKS)),
+        "senderscore_change": {"last_check": score(seed, tick) - score(seed, tick.saturating_sub(WINDOW_TICKS))},
         // Three months of daily scores, newest first, for `backfill` to have history to
         // write; a listing episode costs the score a dip while it lasts.
         "senderscore_history": (0..HISTORY_DAYS)
@@ -153,26 +162,77 @@ fn score(seed: u64, tick: u64) -> i64 {
     if seed % 11 == 5 {
         return -1;
     }
-    let base = 55 + (mix(seed, 0, 1) % 45) as i64;
-    let drift = (mix(seed, tick / 3, 2) % 9) as i64 - 4;
-    (base + drift).clamp(0, 100)
+    let drift = (mix(seed, tick / WINDOW_TICKS, 2) % 9) as i64 - 4;
+    (base_score(seed) + drift).clamp(0, 100)
 }
 
-/// Blacklistings of asset `seed` at `tick`: most are clean, a few get listed for a while.
+/// The level asset `seed`'s Sender Score drifts around: 58 to 99.
+fn base_score(seed: u64) -> i64 {
+    58 + (mix(seed, 0, 1) % 42) as i64
+}
+
+/// Ticks in one window of the simulation (20 minutes): scores move and listings begin and end
+/// at window boundaries, so that the demo changes at the pace of a real fleet compressed from
+/// days into hours (an asset is listed or delisted about once in three hours), not every minute.
+const WINDOW_TICKS: u64 = 120;
+
+/// Blacklistings of asset `seed` at `tick`: most are clean, one in sixteen is listed.
 fn listings(seed: u64, tick: u64) -> i64 {
-    let window = tick / 6;
-    if mix(seed, window, 3).is_multiple_of(5) {
+    listings_in(seed, tick / WINDOW_TICKS)
+}
+
+/// Blacklistings of asset `seed` in window `window`; blacklist `b` lists it while `b` is below
+/// the count.
+fn listings_in(seed: u64, window: u64) -> i64 {
+    if mix(seed, window, 3).is_multiple_of(16) {
         1 + (mix(seed, window, 4) % 3) as i64
     } else {
         0
     }
 }
 
+/// How long before the simulation started a listing standing at its start began: two to seven
+/// days.
+fn standing_age(seed: u64) -> i64 {
+    (2 + (seed % 5) as i64) * 86_400 + (seed % 24) as i64 * 3600
+}
+
+/// The recent listing history of one asset on one blacklist, as of a window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Listing {
+    /// Listed since before the simulation started.
+    Standing,
+    /// Listed since the start of this window.
+    Since(u64),
+    /// Not listed; delisted at the start of this window (within the last few windows).
+    EndedAt(u64),
+    /// Not listed lately.
+    None,
+}
+
+impl Listing {
+    /// Blacklist `b`'s listing of asset `seed` as of `window`.
+    fn on(seed: u64, b: usize, window: u64) -> Listing {
+        let listed = |w: u64| listings_in(seed, w) > b as i64;
+        if listed(window) {
+            let start = (0..=window).rev().take_while(|&w| listed(w)).last();
+            return match start {
+                Some(0) | None => Listing::Standing,
+                Some(start) => Listing::Since(start),
+            };
+        }
+        (window.saturating_sub(8)..window)
+            .rev()
+            .find(|&w| listed(w))
+            .map_or(Listing::None, |last| Listing::EndedAt(last + 1))
+    }
+}
+
 fn reputation_fields(seed: u64, tick: u64) -> serde_json::Map<String, Value> {
     let now = score(seed, tick);
-    let before = score(seed, tick.saturating_sub(3));
+    let before = score(seed, tick.saturating_sub(WINDOW_TICKS));
     let listed = listings(seed, tick);
-    let listed_before = listings(seed, tick.saturating_sub(6));
+    let listed_before = listings(seed, tick.saturating_sub(WINDOW_TICKS));
     let has_snds = seed % 4 != 3;
     let colour = match now {
         s if s < 0 => Value::Null,
@@ -180,7 +240,8 @@ fn reputation_fields(seed: u64, tick: u64) -> serde_json::Map<String, Value> {
         s if s >= 65 => json!("Yellow"),
         _ => json!("red"),
     };
-    let is_blocked = (0..62).contains(&now);
+    // Blocked: a low-scoring address all along, or one in forty in a window.
+    let is_blocked = base_score(seed) < 61 || mix(seed, tick / WINDOW_TICKS, 5).is_multiple_of(40);
     let blocked = match (has_snds, seed % 3) {
         (false, _) => Value::Null,
         (true, 0) => json!(is_blocked),
@@ -267,9 +328,11 @@ mod tests {
 
     #[test]
     fn the_demo_data_moves_over_time() {
-        let scores: std::collections::HashSet<i64> = (0..30).map(|t| score(1, t)).collect();
+        let scores: std::collections::HashSet<i64> =
+            (0..30).map(|w| score(1, w * WINDOW_TICKS)).collect();
         assert!(scores.len() > 1, "{scores:?}");
-        let listed: std::collections::HashSet<i64> = (0..200).map(|t| listings(2, t)).collect();
+        let listed: std::collections::HashSet<i64> =
+            (0..200).map(|w| listings(2, w * WINDOW_TICKS)).collect();
         assert!(listed.contains(&0) && listed.len() > 1, "{listed:?}");
     }
 
@@ -292,6 +355,71 @@ mod tests {
             assert!(item.get(field).is_some(), "{field}");
         }
         assert!(domain_item(3, 0).get("ips").is_some());
+    }
+
+    #[test]
+    fn the_demo_moves_at_a_fleets_pace_compressed_into_hours_not_minutes() {
+        // The demo's 36 assets over a simulated day.
+        let windows_per_hour = 3600 / (WINDOW_TICKS * DEMO_TICK.as_secs());
+        let windows = 24 * windows_per_hour;
+        let mut changes = 0;
+        for seed in (0..30).chain(1_000_000..1_000_006) {
+            for tick in 0..windows * WINDOW_TICKS - 1 {
+                if tick % WINDOW_TICKS != WINDOW_TICKS - 1 {
+                    assert_eq!(
+                        score(seed, tick),
+                        score(seed, tick + 1),
+                        "moves within a window"
+                    );
+                    assert_eq!(listings(seed, tick), listings(seed, tick + 1));
+                }
+            }
+            changes += (1..windows)
+                .filter(|&w| listings_in(seed, w) != listings_in(seed, w - 1))
+                .count();
+        }
+        let per_asset_hour = changes as f64 / 36.0 / 24.0;
+        assert!(
+            (0.1..=1.0).contains(&per_asset_hour),
+            "{per_asset_hour} listing changes per asset and hour"
+        );
+    }
+
+    #[test]
+    fn listings_standing_at_the_start_are_days_old_and_later_ones_as_new_as_they_are() {
+        let newest_listing = |seed: u64, tick: u64, now: i64| {
+            let report = report_item("x", seed, tick, now);
+            let listed = report["blacklist_history"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|e| e["status"] == "Listed" && e["blacklist"] == "Spamhaus SBL");
+            let zone = jiff::tz::TimeZone::UTC;
+            listed
+                .filter_map(|e| date::parse(e["date"].as_str().unwrap(), &zone))
+                .fold(f64::MIN, f64::max)
+        };
+        let now = 1_800_000_000;
+        let standing = (0..1000).find(|&seed| listings_in(seed, 0) > 0).unwrap();
+        assert_eq!(Listing::on(standing, 0, 0), Listing::Standing);
+        let age = now as f64 - newest_listing(standing, 0, now);
+        assert!(age >= 2.0 * 86_400.0, "a standing listing {age} s old");
+        // Still dated before the start a window later, if it lasts.
+        if listings_in(standing, 1) > 0 {
+            let later = now + (WINDOW_TICKS * DEMO_TICK.as_secs()) as i64;
+            assert!(later as f64 - newest_listing(standing, WINDOW_TICKS, later) > 2.0 * 86_400.0);
+        }
+        let (seed, window) = (0..1000)
+            .flat_map(|seed| (1..50).map(move |w| (seed, w)))
+            .find(|&(seed, w)| listings_in(seed, w) > 0 && listings_in(seed, w - 1) == 0)
+            .unwrap();
+        assert_eq!(Listing::on(seed, 0, window), Listing::Since(window));
+        // Ten minutes into the window in which it began: listed ten minutes ago.
+        let tick = window * WINDOW_TICKS + 60;
+        assert_eq!(now as f64 - newest_listing(seed, tick, now), 600.0);
+        // Delisted at the start of the first window without it.
+        let end = (window..).find(|&w| listings_in(seed, w) == 0).unwrap();
+        assert_eq!(Listing::on(seed, 0, end), Listing::EndedAt(end));
     }
 
     #[test]
