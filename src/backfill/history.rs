@@ -41,6 +41,17 @@ pub struct History {
     pub skipped: Skipped,
 }
 
+/// One series of a [`History`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Series<'a> {
+    /// Its family, as an index into [`FAMILIES`](super::FAMILIES).
+    pub family: usize,
+    /// The value of the family's own label (`blacklist`), for `reputation_blacklist_listed`.
+    pub blacklist: Option<&'a str>,
+    /// Its samples, in increasing time.
+    pub samples: &'a [Sample],
+}
+
 /// Values of a history that give no sample, by why.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Skipped {
@@ -137,6 +148,27 @@ impl History {
             .filter(|(_, samples)| !samples.is_empty())
             .collect();
         history
+    }
+
+    /// Every series of this history, family by family in [`FAMILIES`](super::FAMILIES)' order,
+    /// each with its samples in increasing time.
+    pub fn series(&self) -> impl Iterator<Item = Series<'_>> {
+        let own = |family, samples| Series {
+            family,
+            blacklist: None,
+            samples,
+        };
+        [
+            own(0, self.senderscore.as_slice()),
+            own(1, self.blacklistings.as_slice()),
+        ]
+        .into_iter()
+        .chain(self.listed.iter().map(|(blacklist, samples)| Series {
+            family: 2,
+            blacklist: Some(blacklist.as_str()),
+            samples,
+        }))
+        .filter(|series| !series.samples.is_empty())
     }
 
     /// Number of samples in each family: senderscore, blacklistings, blacklist_listed.

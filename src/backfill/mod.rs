@@ -1,6 +1,6 @@
 //! `reputation-exporter backfill`: the asset reports' history written as OpenMetrics with
-//! timestamps, for `promtool tsdb create-blocks-from openmetrics`, so a new installation has
-//! months of Sender Score and listings on its first day.
+//! timestamps, for `promtool tsdb create-blocks-from openmetrics`, or sent to a remote-write
+//! receiver, so a new installation has months of Sender Score and listings on its first day.
 //!
 //! The same configuration as the daemon: the API, token, retries, and `asset_reports`'
 //! selection, time zone and concurrency. Both lists are fetched once to know the assets, then
@@ -9,6 +9,8 @@
 mod history;
 mod output;
 mod progress;
+pub mod remote_write;
+mod series;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -25,16 +27,28 @@ use crate::health::Health;
 use crate::poll::fetch_list;
 use crate::telemetry::Telemetry;
 use crate::upstream::dto::AssetReport;
+use crate::upstream::retry::RetryPolicy;
 use crate::upstream::{Client, FetchError};
 use crate::vocabulary::{Endpoint, Kind, parse_duration};
 pub use history::{History, Skipped, Window};
-use output::{Output, Written};
+use output::Output;
+use remote_write::{Receiver, RemoteWrite, RemoteWriteError, Sent};
+pub use series::Written;
+
+/// Where the history goes.
+#[derive(Debug, Clone)]
+pub enum Destination {
+    /// An OpenMetrics file (`--output`).
+    File(PathBuf),
+    /// A remote-write receiver (`--remote-write`).
+    RemoteWrite(Box<remote_write::Settings>),
+}
 
 /// What `backfill` was asked to do, checked.
 #[derive(Debug, Clone)]
 pub struct Options {
-    /// The file to write.
-    pub output: PathBuf,
+    /// Where the history goes.
+    pub destination: Destination,
     /// Which samples are kept.
     pub window: Window,
     /// Constant labels on every series (`--label`).
@@ -55,10 +69,18 @@ impl Options {
         let labels = args
             .labels
             .iter()
-            .map(|l| output::parse_label(l))
+            .map(|l| series::parse_label(l))
             .collect::<Result<_, _>>()?;
+        let destination = match (
+            &args.output,
+            remote_write::Settings::from_args(&args.remote_write)?,
+        ) {
+            (Some(file), None) => Destination::File(file.clone()),
+            (None, Some(receiver)) => Destination::RemoteWrite(Box::new(receiver)),
+            _ => return Err("give one of --output FILE and --remote-write URL".into()),
+        };
         Ok(Options {
-            output: args.output.clone(),
+            destination,
             window: Window {
                 from,
                 to: now - i64::try_from(recent.as_secs()).unwrap_or(i64::MAX),
@@ -107,6 +129,12 @@ pub enum BackfillError {
         /// What went wrong.
         error: std::io::Error,
     },
+    /// The remote-write client cannot be set up.
+    #[error("{0}")]
+    Receiver(String),
+    /// The receiver did not take the history.
+    #[error(transparent)]
+    RemoteWrite(#[from] RemoteWriteError),
 }
 
 /// What a backfill did, for its closing summary.
@@ -122,6 +150,8 @@ pub struct Summary {
     pub failed: Vec<String>,
     /// Samples per family and their time range.
     pub samples: Written,
+    /// What the receiver took, when the history went over remote write.
+    pub sent: Option<Sent>,
     /// Values that could not be used, by why.
     pub values_skipped: Skipped,
     /// Age of the oldest sample in whole days, rounded up: the retention Prometheus needs.
@@ -149,7 +179,7 @@ impl Summary {
              retries: {})\nsamples: reputation_senderscore {scores}, reputation_blacklistings \
              {counts}, reputation_blacklist_listed {listed}\ntime range: {range}\nvalues \
              skipped: {} ({} with no value (-1), {} not a number, {} with a date that cannot be \
-             read){}",
+             read){}{}",
             self.written,
             self.not_found.len(),
             self.refused.len(),
@@ -158,8 +188,19 @@ impl Summary {
             self.values_skipped.no_value,
             self.values_skipped.not_a_number,
             self.values_skipped.unreadable_date,
+            self.sent_line(),
             self.retention_hint()
         )
+    }
+
+    /// A closing line when the history went over remote write.
+    fn sent_line(&self) -> String {
+        self.sent.map_or_else(String::new, |sent| {
+            format!(
+                "\nremote write: {} samples in {} requests ({} bytes compressed), {} retries",
+                sent.samples, sent.requests, sent.bytes, sent.retries
+            )
+        })
     }
 
     /// A closing line when the history reaches back further than Prometheus keeps by default.
@@ -191,6 +232,7 @@ pub async fn run(
     // With --demo, the simulated API serves as long as `_simulated` is held.
     let (client, _simulated) =
         accounts::connect(account, telemetry.clone(), health, &Upstreams::default()).await?;
+    let mut sink = Sink::open(options.destination, options.labels, account.retry)?;
     let schedule = &account.reports;
     let mut targets = Vec::new();
     for kind in Kind::ALL {
@@ -202,12 +244,6 @@ pub async fn run(
                 .map(|name| (kind, name)),
         );
     }
-    let path = options.output.clone();
-    let io_error = |error| BackfillError::Output {
-        path: path.display().to_string(),
-        error,
-    };
-    let mut output = Output::create(&options.output, options.labels).map_err(io_error)?;
     let progress = progress::Progress::start(targets.len());
     let mut summary = Summary::default();
     let mut reports = futures_util::stream::iter(targets)
@@ -225,7 +261,7 @@ pub async fn run(
             Ok(report) => {
                 let history = History::of(&report, &schedule.timezone, options.window);
                 summary.values_skipped += history.skipped;
-                output.write(kind, &name, &history).map_err(io_error)?;
+                sink.write(kind, &name, &history).await?;
                 summary.written += 1;
             }
             Err(error) => {
@@ -239,12 +275,71 @@ pub async fn run(
         }
     }
     drop(progress);
-    summary.samples = output.finish().map_err(io_error)?;
+    (summary.samples, summary.sent) = sink.finish().await?;
     summary.days_back = summary
         .samples
         .span
         .map(|(oldest, _)| (options.now - oldest + 86_399).max(0) / 86_400);
     Ok(summary)
+}
+
+/// Where each asset's history goes as it arrives.
+enum Sink {
+    File { output: Output, path: PathBuf },
+    RemoteWrite(RemoteWrite),
+}
+
+impl Sink {
+    fn open(
+        destination: Destination,
+        labels: Vec<(String, String)>,
+        retry: RetryPolicy,
+    ) -> Result<Sink, BackfillError> {
+        Ok(match destination {
+            Destination::File(path) => Sink::File {
+                output: Output::create(&path, labels).map_err(|e| output_error(&path, e))?,
+                path,
+            },
+            Destination::RemoteWrite(settings) => {
+                let receiver = Receiver::new(*settings).map_err(BackfillError::Receiver)?;
+                Sink::RemoteWrite(RemoteWrite::start(receiver, retry, labels))
+            }
+        })
+    }
+
+    async fn write(
+        &mut self,
+        kind: Kind,
+        name: &str,
+        history: &History,
+    ) -> Result<(), BackfillError> {
+        match self {
+            Sink::File { output, path } => output
+                .write(kind, name, history)
+                .map_err(|e| output_error(path, e)),
+            Sink::RemoteWrite(remote) => Ok(remote.write(kind, name, history).await?),
+        }
+    }
+
+    /// Completes the file or the sending: what was written, and what the receiver took.
+    async fn finish(self) -> Result<(Written, Option<Sent>), BackfillError> {
+        match self {
+            Sink::File { output, path } => {
+                Ok((output.finish().map_err(|e| output_error(&path, e))?, None))
+            }
+            Sink::RemoteWrite(remote) => {
+                let (written, sent) = remote.finish().await?;
+                Ok((written, Some(sent)))
+            }
+        }
+    }
+}
+
+fn output_error(path: &std::path::Path, error: std::io::Error) -> BackfillError {
+    BackfillError::Output {
+        path: path.display().to_string(),
+        error,
+    }
 }
 
 /// The asset names of one list, fetched as the poller fetches it.

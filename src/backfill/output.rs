@@ -9,48 +9,10 @@ use std::fs::File;
 use std::io::{self, BufWriter, Write as _};
 use std::path::{Path, PathBuf};
 
-use super::history::{History, Sample};
-use crate::exposition::assets::{AssetFamily, BLACKLIST_LISTED, BLACKLISTINGS, SENDERSCORE};
+use super::history::History;
+use super::series::{self, FAMILIES, Written};
 use crate::exposition::{Format, write_header, write_sample_at};
 use crate::vocabulary::Kind;
-
-/// The three families written, in file order.
-const FAMILIES: [AssetFamily; 3] = [SENDERSCORE, BLACKLISTINGS, BLACKLIST_LISTED];
-
-/// A constant label from `--label NAME=VALUE`, checked.
-pub fn parse_label(text: &str) -> Result<(String, String), String> {
-    let (name, value) = text
-        .split_once('=')
-        .ok_or_else(|| format!("--label {text}: write it as NAME=VALUE, e.g. job=reputation"))?;
-    let valid = name
-        .chars()
-        .enumerate()
-        .all(|(i, c)| c == '_' || c.is_ascii_alphabetic() || (i > 0 && c.is_ascii_digit()));
-    if name.is_empty() || !valid || name.starts_with("__") {
-        return Err(format!(
-            "--label {text}: `{name}` is not a label name ([a-zA-Z_][a-zA-Z0-9_]*, not starting \
-             with __)"
-        ));
-    }
-    let mut own = ["kind", "asset"]
-        .into_iter()
-        .chain(FAMILIES.iter().filter_map(|f| f.label));
-    if own.any(|label| label == name) {
-        return Err(format!(
-            "--label {text}: `{name}` is a label of the series themselves"
-        ));
-    }
-    Ok((name.to_owned(), value.to_owned()))
-}
-
-/// What was written, for the summary.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Written {
-    /// Samples per family, in file order.
-    pub samples: [u64; 3],
-    /// Oldest and newest sample time.
-    pub span: Option<(i64, i64)>,
-}
 
 /// The file being written.
 pub struct Output {
@@ -84,43 +46,24 @@ impl Output {
 
     /// Appends one asset's series.
     pub fn write(&mut self, kind: Kind, asset: &str, history: &History) -> io::Result<()> {
-        let names = FAMILIES.map(|f| f.family.name);
-        let mut buffer = Vec::with_capacity(4096);
-        let series: [Vec<(Option<&str>, &[Sample])>; 3] = [
-            vec![(None, &history.senderscore)],
-            vec![(None, &history.blacklistings)],
-            history
-                .listed
-                .iter()
-                .map(|(blacklist, samples)| (Some(blacklist.as_str()), samples.as_slice()))
-                .collect(),
-        ];
-        for (family, series) in series.into_iter().enumerate() {
-            buffer.clear();
-            for (own_label, samples) in series {
-                let mut labels: Vec<(&str, &str)> = self
-                    .labels
-                    .iter()
-                    .map(|(n, v)| (n.as_str(), v.as_str()))
-                    .collect();
-                labels.push(("kind", kind.label()));
-                labels.push(("asset", asset));
-                if let (Some(name), Some(value)) = (FAMILIES[family].label, own_label) {
-                    labels.push((name, value));
-                }
-                for (at, value) in samples {
-                    write_sample_at(&mut buffer, names[family], &labels, *value, Some(*at));
-                }
-                self.written.samples[family] += samples.len() as u64;
+        let mut buffers: [Vec<u8>; 3] = Default::default();
+        for series in history.series() {
+            let name = FAMILIES[series.family].family.name;
+            let labels = series::labels(&self.labels, kind, asset, &series);
+            for (at, value) in series.samples {
+                write_sample_at(
+                    &mut buffers[series.family],
+                    name,
+                    &labels,
+                    *value,
+                    Some(*at),
+                );
             }
-            self.families[family].write_all(&buffer)?;
         }
-        if let Some((oldest, newest)) = history.span() {
-            self.written.span = Some(match self.written.span {
-                None => (oldest, newest),
-                Some((o, n)) => (o.min(oldest), n.max(newest)),
-            });
+        for (family, buffer) in self.families.iter_mut().zip(&buffers) {
+            family.write_all(buffer)?;
         }
+        self.written.add(history);
         Ok(())
     }
 
@@ -226,28 +169,5 @@ mod tests {
         let leftovers: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
         assert_eq!(leftovers.len(), 1, "scratch files removed");
         std::fs::remove_dir_all(dir).unwrap();
-    }
-
-    #[test]
-    fn labels_are_checked() {
-        assert_eq!(
-            parse_label("job=reputation"),
-            Ok(("job".into(), "reputation".into()))
-        );
-        assert_eq!(
-            parse_label("instance=exporter:9525"),
-            Ok(("instance".into(), "exporter:9525".into()))
-        );
-        for bad in [
-            "job",
-            "1job=x",
-            "__name__=x",
-            "kind=x",
-            "blacklist=x",
-            "a-b=x",
-            "=x",
-        ] {
-            assert!(parse_label(bad).is_err(), "{bad}");
-        }
     }
 }

@@ -129,8 +129,9 @@ impl Cli {
 #[derive(Debug, Clone, Subcommand)]
 pub enum Command {
     /// Write the asset reports' history as OpenMetrics for `promtool tsdb
-    /// create-blocks-from openmetrics`, so Prometheus has months of data on day one.
-    Backfill(BackfillArgs),
+    /// create-blocks-from openmetrics`, or send it to a remote-write receiver, so Prometheus
+    /// has months of data on day one.
+    Backfill(Box<BackfillArgs>),
     /// Serve the simulated API on its own (what --demo polls), to try a configuration or the
     /// README's "Run it for real" without an account: prints its base URL and serves until
     /// stopped. Its token is demo-token.
@@ -162,8 +163,16 @@ pub struct BackfillArgs {
     #[command(flatten)]
     pub common: Common,
     /// The OpenMetrics file to write (written under another name and renamed when complete).
-    #[arg(long, value_name = "FILE")]
-    pub output: PathBuf,
+    #[arg(
+        long,
+        value_name = "FILE",
+        required_unless_present = "url",
+        conflicts_with = "url"
+    )]
+    pub output: Option<PathBuf>,
+    /// Where to send the history instead of a file: a remote-write receiver.
+    #[command(flatten)]
+    pub remote_write: RemoteWriteArgs,
     /// Leave out samples older than this: a duration back from now (90d) or a date
     /// (2026-01-01) [default: all the history the API returns].
     #[arg(long, value_name = "DURATION|DATE")]
@@ -176,4 +185,54 @@ pub struct BackfillArgs {
     /// (promtool's advice); 0s keeps everything.
     #[arg(long = "skip-recent", value_name = "DURATION", default_value = "3h")]
     pub skip_recent: String,
+}
+
+/// `backfill`'s remote-write flags.
+#[derive(Debug, Clone, Default, Args)]
+pub struct RemoteWriteArgs {
+    /// Send the history to this remote-write receiver (Prometheus remote-write 1.0) instead of
+    /// writing a file, e.g. http://prometheus:9090/api/v1/write.
+    #[arg(long = "remote-write", value_name = "URL")]
+    pub url: Option<String>,
+    /// A header on every remote-write request, 'NAME: VALUE' (repeatable), e.g.
+    /// 'X-Scope-OrgID: mail' for a Mimir tenant.
+    #[arg(
+        long = "remote-write.header",
+        value_name = "NAME: VALUE",
+        requires = "url"
+    )]
+    pub headers: Vec<String>,
+    /// A file holding the receiver's bearer token.
+    #[arg(
+        long = "remote-write.bearer-token-file",
+        value_name = "FILE",
+        requires = "url",
+        conflicts_with = "basic_auth_username"
+    )]
+    pub bearer_token_file: Option<PathBuf>,
+    /// The user name of the receiver's basic authentication.
+    #[arg(
+        long = "remote-write.basic-auth-username",
+        value_name = "NAME",
+        requires = "url",
+        requires = "basic_auth_password_file"
+    )]
+    pub basic_auth_username: Option<String>,
+    /// A file holding the password of the receiver's basic authentication.
+    #[arg(
+        long = "remote-write.basic-auth-password-file",
+        value_name = "FILE",
+        requires = "basic_auth_username"
+    )]
+    pub basic_auth_password_file: Option<PathBuf>,
+    /// The CA certificates (PEM) that sign the receiver's certificate, instead of the system's.
+    #[arg(long = "remote-write.ca-file", value_name = "FILE", requires = "url")]
+    pub ca_file: Option<PathBuf>,
+    /// How long one request may take.
+    #[arg(
+        long = "remote-write.timeout",
+        value_name = "DURATION",
+        default_value = "30s"
+    )]
+    pub timeout: String,
 }

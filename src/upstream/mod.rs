@@ -198,9 +198,7 @@ impl Client {
         telemetry: Arc<Telemetry>,
         health: Arc<Health>,
     ) -> Result<Client, ClientError> {
-        // reqwest is built without a default crypto provider (ring instead of aws-lc, lighter to
-        // build); installing it twice is harmless.
-        let _ = rustls::crypto::ring::default_provider().install_default();
+        install_crypto_provider();
         let authorization = Arc::new(Authorization::new(&options.token, options.token_file)?);
         let origin = options.base_url.origin();
         let redirects = reqwest::redirect::Policy::custom(move |attempt| {
@@ -502,9 +500,15 @@ pub fn asset_path(name: &str) -> Option<String> {
     Some(out)
 }
 
+/// Installs ring as rustls' provider: reqwest is built without a default one (ring instead of
+/// aws-lc, lighter to build). Installing it twice is harmless.
+pub fn install_crypto_provider() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
 /// Reads `Retry-After` in both forms: delta-seconds, or an HTTP date (a date already past means
 /// no wait).
-fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
+pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
     let value = value.trim();
     if let Ok(seconds) = value.parse::<u64>() {
         return Some(Duration::from_secs(seconds));

@@ -1,11 +1,12 @@
 //! Retrying transient failures: exponential backoff with full jitter, `Retry-After` honoured.
 //!
 //! `backon` supplies the schedule (a ceiling that doubles from `initial_delay` to `max_delay`)
-//! and the retry loop; this module decides what is retried ([`FetchError::is_transient`]), draws
+//! and the retry loop; this module decides what is retried ([`Transient::is_transient`]), draws
 //! each delay uniformly between zero and the ceiling ("full jitter", which spreads the retries
 //! of many exporters best), replaces it with the server's `Retry-After` when there is one
 //! (bounded by `max_delay`), and gives up when the next attempt would start after
-//! `max_elapsed` or after the endpoint's next scheduled poll.
+//! `max_elapsed` or after the endpoint's next scheduled poll. The API's requests and
+//! `backfill`'s remote-write requests retry by the same rules.
 
 use std::time::Duration;
 
@@ -16,6 +17,25 @@ use tracing::debug;
 use super::FetchError;
 use crate::telemetry::Telemetry;
 use crate::vocabulary::Endpoint;
+
+/// A failure the retry loop can judge: whether another attempt may succeed, and how long the
+/// server asked to wait.
+pub trait Transient {
+    /// Whether a later attempt may succeed (5xx, 429, no connection, a timeout).
+    fn is_transient(&self) -> bool;
+    /// The server's `Retry-After`, when it sent one.
+    fn retry_after(&self) -> Option<Duration>;
+}
+
+impl Transient for FetchError {
+    fn is_transient(&self) -> bool {
+        FetchError::is_transient(self)
+    }
+
+    fn retry_after(&self) -> Option<Duration> {
+        FetchError::retry_after(self)
+    }
+}
 
 /// How transient failures are retried (`[backoff]` in the configuration).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,6 +74,32 @@ impl RetryPolicy {
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<T, FetchError>>,
     {
+        self.retry(deadline, attempt, |error, delay| {
+            telemetry.retry(endpoint);
+            on_retry(error, delay);
+            debug!(
+                endpoint = endpoint.label(),
+                error = %error,
+                delay = ?delay,
+                "retrying"
+            );
+        })
+        .await
+    }
+
+    /// The retry loop itself, for any failure that says whether it is [`Transient`]: as
+    /// [`RetryPolicy::run`], without the API's telemetry.
+    pub async fn retry<T, E, F, Fut>(
+        &self,
+        deadline: Instant,
+        attempt: F,
+        notify: impl FnMut(&E, Duration),
+    ) -> Result<T, E>
+    where
+        E: Transient,
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+    {
         let give_up_at = (Instant::now() + self.max_elapsed).min(deadline);
         let schedule = ExponentialBuilder::new()
             .with_min_delay(self.initial_delay)
@@ -63,28 +109,19 @@ impl RetryPolicy {
         attempt
             .retry(schedule)
             .sleep(tokio::time::sleep)
-            .when(FetchError::is_transient)
+            .when(E::is_transient)
             .adjust(|error, ceiling| {
-                let delay = self.delay(error, ceiling?, fastrand::f64());
+                let delay = self.delay(error.retry_after(), ceiling?, fastrand::f64());
                 (Instant::now() + delay < give_up_at).then_some(delay)
             })
-            .notify(|error, delay| {
-                telemetry.retry(endpoint);
-                on_retry(error, delay);
-                debug!(
-                    endpoint = endpoint.label(),
-                    error = %error,
-                    delay = ?delay,
-                    "retrying"
-                );
-            })
+            .notify(notify)
             .await
     }
 
     /// The delay before the next attempt: the server's `Retry-After` bounded by `max_delay`,
     /// else `ceiling` scaled by `draw` (uniform in 0..1).
-    fn delay(&self, error: &FetchError, ceiling: Duration, draw: f64) -> Duration {
-        match error.retry_after() {
+    fn delay(&self, retry_after: Option<Duration>, ceiling: Duration, draw: f64) -> Duration {
+        match retry_after {
             Some(wait) => wait.min(self.max_delay),
             None => ceiling.mul_f64(draw.clamp(0.0, 1.0)),
         }
@@ -175,12 +212,12 @@ mod tests {
             .without_max_times()
             .build()
             .take(6)
-            .map(|c| POLICY.delay(&unavailable(None), c, 1.0))
+            .map(|c| POLICY.delay(None, c, 1.0))
             .collect();
         let secs: Vec<u64> = ceilings.iter().map(Duration::as_secs).collect();
         assert_eq!(secs, [1, 2, 4, 8, 8, 8]);
         assert_eq!(
-            POLICY.delay(&unavailable(None), Duration::from_secs(4), 0.25),
+            POLICY.delay(None, Duration::from_secs(4), 0.25),
             Duration::from_secs(1)
         );
     }

@@ -6,16 +6,15 @@ use serde_json::json;
 use crate::helpers::{exporter, reference_parse};
 
 /// 2026-11-01T00:00:00Z.
-const NOV_1: i64 = 1_793_491_200;
+pub const NOV_1: i64 = 1_793_491_200;
 
 /// Runs `backfill` against `api` with these extra flags and environment; returns the exit
 /// code, stderr and the file written (if any).
-async fn backfill(
+pub async fn backfill(
     api: &SimulatedApi,
     flags: &[&str],
     env: &[(&str, &str)],
 ) -> (Option<i32>, String, Option<String>) {
-    let url = api.spawn().await.unwrap();
     let dir = std::env::temp_dir().join(format!(
         "rexp-backfill-{}-{}",
         std::process::id(),
@@ -23,20 +22,9 @@ async fn backfill(
     ));
     std::fs::create_dir_all(&dir).unwrap();
     let output = dir.join("history.om");
-    let mut command = exporter();
-    command
-        .arg("backfill")
-        .arg("--output")
-        .arg(&output)
-        .args(flags)
-        .env("REPUTATION_EXPORTER_API__BASE_URL", &url)
-        .env("REPUTATION_EXPORTER_API__TOKEN", "demo-token");
-    for (name, value) in env {
-        command.env(name, value);
-    }
-    let ran = tokio::task::spawn_blocking(move || command.output().unwrap())
-        .await
-        .unwrap();
+    let destination = ["--output", output.to_str().unwrap()];
+    let flags: Vec<&str> = destination.iter().chain(flags).copied().collect();
+    let ran = run_backfill(api, &flags, env).await;
     let written = std::fs::read_to_string(&output).ok();
     let leftovers = std::fs::read_dir(&dir).unwrap().count();
     assert_eq!(
@@ -52,8 +40,29 @@ async fn backfill(
     )
 }
 
+/// Runs `backfill` with these flags and environment against `api`, with its token.
+pub async fn run_backfill(
+    api: &SimulatedApi,
+    flags: &[&str],
+    env: &[(&str, &str)],
+) -> std::process::Output {
+    let url = api.spawn().await.unwrap();
+    let mut command = exporter();
+    command
+        .arg("backfill")
+        .args(flags)
+        .env("REPUTATION_EXPORTER_API__BASE_URL", &url)
+        .env("REPUTATION_EXPORTER_API__TOKEN", "demo-token");
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    tokio::task::spawn_blocking(move || command.output().unwrap())
+        .await
+        .unwrap()
+}
+
 /// Two addresses: 192.0.2.1 with a known history, 192.0.2.2 answering 404.
-fn known_history() -> SimulatedApi {
+pub fn known_history() -> SimulatedApi {
     let api = one_known_history();
     api.hide_report("192.0.2.2");
     api

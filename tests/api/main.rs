@@ -15,6 +15,7 @@ mod messages;
 mod metrics;
 mod process;
 mod reload;
+mod remote_write;
 mod reports;
 mod structure;
 mod web;

@@ -1,0 +1,222 @@
+//! `backfill --remote-write URL`: the history sent straight to a remote-write receiver
+//! (Prometheus with `--web.enable-remote-write-receiver`, Mimir, Thanos Receive,
+//! VictoriaMetrics, Grafana Cloud) as Prometheus remote-write 1.0: protobuf `WriteRequest`s,
+//! snappy-compressed, one request at a time so that each series arrives in time order.
+//!
+//! Assets are added as their reports arrive; full requests go through a short queue to one
+//! delivery task, which encodes, compresses and posts them, retrying 5xx, 429 and broken
+//! connections with the exporter's backoff. Memory holds the queue, not the fleet.
+
+mod batch;
+pub mod proto;
+mod receiver;
+
+use std::time::Duration;
+
+use prost::Message as _;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+use tracing::warn;
+
+use super::history::History;
+use super::series::{self, FAMILIES, Written};
+use crate::exposition::MetricType as Type;
+use crate::upstream::retry::RetryPolicy;
+use crate::vocabulary::Kind;
+use batch::{Batcher, LIMITS};
+use proto::{Label, MetricMetadata, MetricType, Sample};
+pub use receiver::{Receiver, SendError, Settings};
+
+/// Requests waiting for the delivery task: enough to keep it busy while reports arrive.
+const QUEUE: usize = 4;
+
+/// What the receiver took, for the summary.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Sent {
+    /// Requests the receiver accepted.
+    pub requests: u64,
+    /// Samples in them.
+    pub samples: u64,
+    /// Their bodies, compressed, in bytes.
+    pub bytes: u64,
+    /// Attempts that failed and were tried again.
+    pub retries: u64,
+}
+
+/// Why the history could not all be sent.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "remote write to {url} failed: {error}{advice}\n(the receiver had accepted {} samples in {} \
+     requests before it)",
+    sent.samples,
+    sent.requests,
+    advice = error.advice(url).map(|a| format!("\n{a}")).unwrap_or_default()
+)]
+pub struct RemoteWriteError {
+    /// The receiver's address, without credentials.
+    pub url: String,
+    /// The last failure.
+    pub error: SendError,
+    /// What had been accepted before it.
+    pub sent: Sent,
+}
+
+/// The history on its way to a receiver.
+pub struct RemoteWrite {
+    batcher: Batcher,
+    labels: Vec<(String, String)>,
+    written: Written,
+    queue: mpsc::Sender<proto::WriteRequest>,
+    delivery: JoinHandle<Result<Sent, RemoteWriteError>>,
+}
+
+impl RemoteWrite {
+    /// Starts delivering to `receiver`, each request retried by `retry`; every series carries
+    /// `labels` besides its own.
+    pub fn start(receiver: Receiver, retry: RetryPolicy, labels: Vec<(String, String)>) -> Self {
+        let (queue, requests) = mpsc::channel(QUEUE);
+        let delivery = tokio::spawn(deliver(receiver, retry, requests));
+        RemoteWrite {
+            batcher: Batcher::new(LIMITS, metadata()),
+            labels,
+            written: Written::default(),
+            queue,
+            delivery,
+        }
+    }
+
+    /// Adds one asset's series; waits while the queue is full.
+    pub async fn write(
+        &mut self,
+        kind: Kind,
+        asset: &str,
+        history: &History,
+    ) -> Result<(), RemoteWriteError> {
+        for series in history.series() {
+            let name = FAMILIES[series.family].family.name;
+            let mut labels: Vec<Label> = series::labels(&self.labels, kind, asset, &series)
+                .into_iter()
+                .chain([("__name__", name)])
+                .map(|(name, value)| Label {
+                    name: name.to_owned(),
+                    value: value.to_owned(),
+                })
+                .collect();
+            labels.sort_unstable_by(|a, b| a.name.cmp(&b.name));
+            let samples: Vec<Sample> = series
+                .samples
+                .iter()
+                .map(|&(at, value)| Sample {
+                    value,
+                    timestamp: at.saturating_mul(1000),
+                })
+                .collect();
+            for request in self.batcher.push(&labels, &samples) {
+                if self.queue.send(request).await.is_err() {
+                    return Err(self.failure().await);
+                }
+            }
+        }
+        self.written.add(history);
+        Ok(())
+    }
+
+    /// Sends what is left and waits until the receiver has taken everything.
+    pub async fn finish(self) -> Result<(Written, Sent), RemoteWriteError> {
+        let RemoteWrite {
+            batcher,
+            queue,
+            delivery,
+            written,
+            ..
+        } = self;
+        if let Some(last) = batcher.finish() {
+            // A closed queue means the delivery failed; its result says how.
+            let _ = queue.send(last).await;
+        }
+        drop(queue);
+        let sent = delivery
+            .await
+            .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))?;
+        Ok((written, sent))
+    }
+
+    /// The delivery's error, once it has stopped.
+    async fn failure(&mut self) -> RemoteWriteError {
+        match (&mut self.delivery).await {
+            Ok(Err(error)) => error,
+            Ok(Ok(_)) => unreachable!("the delivery stops early only on an error"),
+            Err(e) => std::panic::resume_unwind(e.into_panic()),
+        }
+    }
+}
+
+/// Type and help of the three families, as the file's `# TYPE` and `# HELP` lines say them.
+fn metadata() -> Vec<MetricMetadata> {
+    FAMILIES
+        .iter()
+        .map(|family| MetricMetadata {
+            r#type: match family.family.metric_type {
+                Type::Gauge => MetricType::Gauge,
+                Type::Counter => MetricType::Counter,
+                Type::Info => MetricType::Info,
+                Type::StateSet => MetricType::Stateset,
+                Type::Histogram => MetricType::Histogram,
+            } as i32,
+            metric_family_name: family.family.name.to_owned(),
+            help: family.family.help.to_owned(),
+            unit: String::new(),
+        })
+        .collect()
+}
+
+/// Posts the queued requests in order until the queue closes; stops at the first request the
+/// receiver will not take.
+async fn deliver(
+    receiver: Receiver,
+    retry: RetryPolicy,
+    mut requests: mpsc::Receiver<proto::WriteRequest>,
+) -> Result<Sent, RemoteWriteError> {
+    let mut sent = Sent::default();
+    while let Some(request) = requests.recv().await {
+        let samples = batch::samples(&request) as u64;
+        let body = snap::raw::Encoder::new()
+            .compress_vec(&request.encode_to_vec())
+            .map(bytes::Bytes::from)
+            .map_err(|e| RemoteWriteError {
+                url: receiver.shown().to_owned(),
+                error: SendError::Encode(e.to_string()),
+                sent,
+            })?;
+        drop(request);
+        let mut retries = 0;
+        let deadline = Instant::now() + retry.max_elapsed;
+        let outcome = retry
+            .retry(
+                deadline,
+                || receiver.post(body.clone()),
+                |error: &SendError, delay: Duration| {
+                    retries += 1;
+                    warn!(error = %error, delay = ?delay, "remote write: retrying a request");
+                },
+            )
+            .await;
+        sent.retries += retries;
+        match outcome {
+            Ok(()) => {
+                sent.requests += 1;
+                sent.samples += samples;
+                sent.bytes += body.len() as u64;
+            }
+            Err(error) => {
+                return Err(RemoteWriteError {
+                    url: receiver.shown().to_owned(),
+                    error,
+                    sent,
+                });
+            }
+        }
+    }
+    Ok(sent)
+}
