@@ -244,7 +244,7 @@ pub async fn run(
                 .map(|name| (kind, name)),
         );
     }
-    let progress = progress::Progress::start(targets.len());
+    let progress = progress::Progress::start(targets.len(), sink.detail());
     let mut summary = Summary::default();
     let mut reports = futures_util::stream::iter(targets)
         .map(|(kind, name)| {
@@ -318,6 +318,17 @@ impl Sink {
                 .write(kind, name, history)
                 .map_err(|e| output_error(path, e)),
             Sink::RemoteWrite(remote) => Ok(remote.write(kind, name, history).await?),
+        }
+    }
+
+    /// What the progress line says besides the assets: the receiver's progress.
+    fn detail(&self) -> Option<progress::Detail> {
+        match self {
+            Sink::File { .. } => None,
+            Sink::RemoteWrite(remote) => {
+                let taken = remote.taken();
+                Some(Box::new(move || taken.describe()))
+            }
         }
     }
 

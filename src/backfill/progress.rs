@@ -13,6 +13,9 @@ const LINE_EVERY: Duration = Duration::from_secs(5);
 /// Width of the bar, in characters.
 const WIDTH: usize = 30;
 
+/// More to say on each line, after the assets.
+pub type Detail = Box<dyn Fn() -> String + Send>;
+
 /// Counts the assets done and shows it until dropped.
 pub struct Progress {
     done: Arc<AtomicUsize>,
@@ -21,8 +24,8 @@ pub struct Progress {
 }
 
 impl Progress {
-    /// Starts showing progress towards `total` assets.
-    pub fn start(total: usize) -> Progress {
+    /// Starts showing progress towards `total` assets, and `detail` after it.
+    pub fn start(total: usize, detail: Option<Detail>) -> Progress {
         let done = Arc::new(AtomicUsize::new(0));
         let terminal = std::io::stderr().is_terminal();
         let counted = done.clone();
@@ -33,7 +36,11 @@ impl Progress {
             ticks.tick().await;
             loop {
                 ticks.tick().await;
-                let line = describe(counted.load(Ordering::Relaxed), total, started.elapsed());
+                let mut line = describe(counted.load(Ordering::Relaxed), total, started.elapsed());
+                if let Some(detail) = &detail {
+                    line.push_str("; ");
+                    line.push_str(&detail());
+                }
                 let mut stderr = std::io::stderr().lock();
                 let _ = if terminal {
                     write!(stderr, "\r{line}\x1b[K")

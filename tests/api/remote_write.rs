@@ -55,6 +55,46 @@ impl Receiver {
         format!("http://{address}/api/v1/write")
     }
 
+    /// Serves over TLS with a self-signed certificate for localhost; returns the URL and the
+    /// certificate (PEM), the CA a client must be given.
+    async fn spawn_tls(&self) -> (String, String) {
+        let issued = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
+        let key =
+            rustls_pki_types::PrivateKeyDer::try_from(issued.signing_key.serialize_der()).unwrap();
+        let config = rustls::ServerConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(vec![issued.cert.der().clone()], key)
+        .unwrap();
+        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let app = axum::Router::new()
+            .route("/api/v1/write", axum::routing::post(take))
+            .with_state(self.clone());
+        tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                let (acceptor, app) = (acceptor.clone(), app.clone());
+                tokio::spawn(async move {
+                    let Ok(tls) = acceptor.accept(stream).await else {
+                        return;
+                    };
+                    let service = hyper_util::service::TowerToHyperService::new(app);
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(hyper_util::rt::TokioIo::new(tls), service)
+                        .await;
+                });
+            }
+        });
+        (
+            format!("https://localhost:{port}/api/v1/write"),
+            issued.cert.pem(),
+        )
+    }
+
     fn arrivals(&self) -> Vec<Arrival> {
         self.0.lock().unwrap().arrivals.clone()
     }
@@ -428,4 +468,34 @@ async fn one_destination_is_required_and_bad_receiver_flags_are_refused_before_a
         "{said}"
     );
     assert_eq!(api.requests("/api/v1/ip-list"), 0, "nothing fetched");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_private_ca_is_given_with_ca_file_and_without_it_the_run_stops_at_once_saying_so() {
+    let receiver = Receiver::default();
+    let (url, ca) = receiver.spawn_tls().await;
+    let dir = std::env::temp_dir().join(format!("rexp-rw-ca-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let ca_file = dir.join("ca.pem");
+    std::fs::write(&ca_file, ca).unwrap();
+
+    let (code, said) = send(&known_history(), &url, &[], &[]).await;
+    assert_eq!(code, Some(1));
+    assert!(
+        said.contains(
+            "cannot reach the receiver over TLS: the server's TLS certificate is not signed by \
+             an authority this system trusts"
+        ),
+        "{said}"
+    );
+    assert!(said.contains("--remote-write.ca-file FILE (PEM)"), "{said}");
+    assert!(receiver.arrivals().is_empty());
+    // Not retried (the default backoff would go on for ten minutes).
+    assert!(!said.contains("retrying"), "{said}");
+
+    let flags = ["--remote-write.ca-file", ca_file.to_str().unwrap()];
+    let (code, said) = send(&known_history(), &url, &flags, &[]).await;
+    assert_eq!(code, Some(1), "the 404 asset only: {said}");
+    assert_eq!(points(&receiver.arrivals()).len(), 6, "{said}");
+    std::fs::remove_dir_all(dir).unwrap();
 }

@@ -11,6 +11,8 @@ mod batch;
 pub mod proto;
 mod receiver;
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use prost::Message as _;
@@ -44,6 +46,32 @@ pub struct Sent {
     pub retries: u64,
 }
 
+/// What the receiver has taken so far, for the progress line while the run goes on.
+#[derive(Debug, Default)]
+pub struct Taken {
+    samples: AtomicU64,
+    requests: AtomicU64,
+    retries: AtomicU64,
+}
+
+impl Taken {
+    /// `12000 samples sent in 6 requests, 0 retries`.
+    pub fn describe(&self) -> String {
+        format!(
+            "{} samples sent in {} requests, {} retries",
+            self.samples.load(Ordering::Relaxed),
+            self.requests.load(Ordering::Relaxed),
+            self.retries.load(Ordering::Relaxed)
+        )
+    }
+
+    fn record(&self, sent: &Sent) {
+        self.samples.store(sent.samples, Ordering::Relaxed);
+        self.requests.store(sent.requests, Ordering::Relaxed);
+        self.retries.store(sent.retries, Ordering::Relaxed);
+    }
+}
+
 /// Why the history could not all be sent.
 #[derive(Debug, thiserror::Error)]
 #[error(
@@ -69,6 +97,7 @@ pub struct RemoteWrite {
     written: Written,
     queue: mpsc::Sender<proto::WriteRequest>,
     delivery: JoinHandle<Result<Sent, RemoteWriteError>>,
+    taken: Arc<Taken>,
 }
 
 impl RemoteWrite {
@@ -76,14 +105,21 @@ impl RemoteWrite {
     /// `labels` besides its own.
     pub fn start(receiver: Receiver, retry: RetryPolicy, labels: Vec<(String, String)>) -> Self {
         let (queue, requests) = mpsc::channel(QUEUE);
-        let delivery = tokio::spawn(deliver(receiver, retry, requests));
+        let taken = Arc::new(Taken::default());
+        let delivery = tokio::spawn(deliver(receiver, retry, requests, taken.clone()));
         RemoteWrite {
             batcher: Batcher::new(LIMITS, metadata()),
             labels,
             written: Written::default(),
             queue,
             delivery,
+            taken,
         }
+    }
+
+    /// What the receiver has taken so far, updated as it goes.
+    pub fn taken(&self) -> Arc<Taken> {
+        self.taken.clone()
     }
 
     /// Adds one asset's series; waits while the queue is full.
@@ -177,6 +213,7 @@ async fn deliver(
     receiver: Receiver,
     retry: RetryPolicy,
     mut requests: mpsc::Receiver<proto::WriteRequest>,
+    taken: Arc<Taken>,
 ) -> Result<Sent, RemoteWriteError> {
     let mut sent = Sent::default();
     while let Some(request) = requests.recv().await {
@@ -203,11 +240,13 @@ async fn deliver(
             )
             .await;
         sent.retries += retries;
+        taken.record(&sent);
         match outcome {
             Ok(()) => {
                 sent.requests += 1;
                 sent.samples += samples;
                 sent.bytes += body.len() as u64;
+                taken.record(&sent);
             }
             Err(error) => {
                 return Err(RemoteWriteError {
@@ -219,4 +258,48 @@ async fn deliver(
         }
     }
     Ok(sent)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_progress_line_says_what_the_receiver_has_taken() {
+        let taken = Taken::default();
+        assert_eq!(taken.describe(), "0 samples sent in 0 requests, 0 retries");
+        taken.record(&Sent {
+            requests: 6,
+            samples: 12_000,
+            bytes: 40_000,
+            retries: 1,
+        });
+        assert_eq!(
+            taken.describe(),
+            "12000 samples sent in 6 requests, 1 retries"
+        );
+    }
+
+    #[test]
+    fn the_families_metadata_says_gauge_and_the_help_of_the_live_series() {
+        let metadata = metadata();
+        let names: Vec<&str> = metadata
+            .iter()
+            .map(|m| m.metric_family_name.as_str())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "reputation_senderscore",
+                "reputation_blacklistings",
+                "reputation_blacklist_listed"
+            ]
+        );
+        assert!(
+            metadata
+                .iter()
+                .all(|m| m.r#type == MetricType::Gauge as i32)
+        );
+        assert_eq!(metadata[0].help, FAMILIES[0].family.help);
+    }
 }

@@ -14,7 +14,7 @@ use reqwest::{StatusCode, Url};
 use crate::config::cli::RemoteWriteArgs;
 use crate::upstream::auth::{check_token, read_token_file};
 use crate::upstream::retry::Transient;
-use crate::upstream::{install_crypto_provider, parse_retry_after};
+use crate::upstream::{install_crypto_provider, parse_retry_after, tls_error, tls_in_words};
 use crate::vocabulary::parse_duration;
 
 /// Headers the exporter sets itself, or that only the credential flags may set: as
@@ -204,6 +204,9 @@ pub enum SendError {
     /// No connection, or it broke.
     #[error("cannot reach the receiver: {0}")]
     Connect(String),
+    /// The TLS handshake failed: the certificate, most often, which no retry changes.
+    #[error("cannot reach the receiver over TLS: {0}")]
+    Tls(String),
     /// The request could not be encoded.
     #[error("cannot encode a request: {0}")]
     Encode(String),
@@ -220,7 +223,7 @@ impl Transient for SendError {
                     || *status == StatusCode::TOO_MANY_REQUESTS
             }
             SendError::Timeout(_) | SendError::Connect(_) => true,
-            SendError::Encode(_) => false,
+            SendError::Tls(_) | SendError::Encode(_) => false,
         }
     }
 
@@ -270,11 +273,18 @@ fn receiver_kind(url: &str, message: &str) -> Kind {
 impl SendError {
     /// What to do about it, when the answer says more than its status.
     pub fn advice(&self, url: &str) -> Option<String> {
-        let SendError::Answer {
-            status, message, ..
-        } = self
-        else {
-            return None;
+        let (status, message) = match self {
+            SendError::Answer {
+                status, message, ..
+            } => (status, message),
+            SendError::Tls(_) => {
+                return Some(
+                    "A receiver whose certificate comes from a private CA needs that CA: \
+                     --remote-write.ca-file FILE (PEM)."
+                        .into(),
+                );
+            }
+            _ => return None,
         };
         if too_old(message) {
             let setting = match receiver_kind(url, message) {
@@ -412,6 +422,10 @@ impl Receiver {
         let mut message = error.to_string();
         let mut source = std::error::Error::source(&error);
         while let Some(cause) = source {
+            if let Some(tls) = tls_error(cause) {
+                let words = tls_in_words(tls, "--remote-write");
+                return SendError::Tls(words.unwrap_or_else(|| tls.to_string()));
+            }
             message.push_str(": ");
             message.push_str(&cause.to_string());
             source = cause.source();
