@@ -35,7 +35,7 @@ fn main() {
     let poll = median_ms(runs, || {
         let decoded = AssetSet::decode(&body, Kind::Ip, 64).unwrap();
         let list = ListPart::new(Kind::Ip, decoded.set);
-        let snapshot = Snapshot::build(Some(Arc::new(list)), None, None, true);
+        let snapshot = Snapshot::build(Some(Arc::new(list)), None, None, true, 1);
         std::hint::black_box(snapshot);
     });
     println!("{n} {value:.1} {poll:.1} {:.2}", poll / value);

@@ -104,7 +104,7 @@ impl Account {
             None => {
                 let health = Arc::new(Health::new(&config.endpoints()));
                 let telemetry = Arc::new(Telemetry::new(health.clone()));
-                let store = Store::new(config.max_age, config.report_max_age());
+                let store = Store::new(config.max_age, config.report_max_age(), config.shards);
                 (health, telemetry, store, upstream(&config).await?)
             }
         };

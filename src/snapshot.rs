@@ -5,7 +5,12 @@
 //! body assembled from them, and its gzip form made on first demand. A whole exposition is the
 //! snapshot's body followed by the [`live`] part, the exporter's own families encoded per
 //! scrape.
+//!
+//! With `metrics.shards` = N above 1, each list is rendered in N slices by
+//! [`slice_of`](crate::vocabulary::slice_of), every series of an asset in its slice; the snapshot
+//! assembles one body per slice and the whole body from the same chunks, shared, not copied.
 
+use std::ops::Range;
 use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
@@ -15,19 +20,20 @@ use crate::exposition::gzip::GzipPrefix;
 use crate::exposition::{Format, Rendered, openmetrics_to_text};
 use crate::model::{Asset, AssetSet, Reports, worst_first};
 use crate::telemetry::{ProcessMetrics, Telemetry};
-use crate::vocabulary::{Kind, SndsColour};
+use crate::vocabulary::{Kind, SndsColour, slice_of};
 
-/// The live part of a scrape: an account's API metrics and the process metrics, each when
-/// given (and `# EOF` for OpenMetrics), which follows the snapshot's cached per-asset body.
+/// The live part of a scrape: an account's API metrics (with the assets of the slice served,
+/// `None` for every slice) and the process metrics, each when given (and `# EOF` for
+/// OpenMetrics), which follows the snapshot's cached per-asset body.
 pub fn live(
-    account: Option<(&Telemetry, &Snapshot)>,
+    account: Option<(&Telemetry, &Snapshot, Option<usize>)>,
     process: Option<&ProcessMetrics>,
     format: Format,
 ) -> Vec<u8> {
     let mut openmetrics = String::with_capacity(8 * 1024);
-    if let Some((telemetry, snapshot)) = account {
-        let assets = Kind::ALL.map(|kind| snapshot.count(kind));
-        telemetry.encode(&mut openmetrics, assets);
+    if let Some((telemetry, snapshot, shard)) = account {
+        let assets = Kind::ALL.map(|kind| snapshot.count_in(shard, kind));
+        telemetry.encode(&mut openmetrics, assets, snapshot.shards());
     }
     if let Some(process) = process {
         process.encode(&mut openmetrics);
@@ -52,18 +58,28 @@ pub const WORST_KEPT: usize = 100;
 /// One list as served: the sample lines of its assets per family, their names, and the worst
 /// of them for the landing page. The assets themselves are dropped once rendered, so a list
 /// costs about the size of its part of the body.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct ListPart {
     /// IP addresses or domains.
     pub kind: Kind,
-    /// Every asset's name, in the order the API sent them.
+    /// Every asset's name, slice after slice, in the order the API sent them within a slice
+    /// (with one slice, the API's order).
     pub names: Vec<Box<str>>,
+    /// The slices, at least one.
+    pub slices: Vec<ListSlice>,
     /// At most [`WORST_KEPT`] assets, worst first.
     pub worst: Vec<Asset>,
-    /// Sample lines, one chunk per family of [`assets::list_families`].
-    pub samples: Vec<Bytes>,
     /// How many of the assets are in trouble, for the landing page.
     pub summary: Summary,
+}
+
+/// One slice of a list.
+#[derive(Debug, Clone, Default)]
+pub struct ListSlice {
+    /// Its assets' names: this range of [`ListPart::names`].
+    pub names: Range<usize>,
+    /// Sample lines, one chunk per family of [`assets::list_families`].
+    pub samples: Vec<Bytes>,
 }
 
 /// Sender Score under which the landing page counts an asset as low: the shipped alert's
@@ -107,7 +123,35 @@ impl Summary {
 impl ListPart {
     /// Renders the assets of one list and keeps what a snapshot needs of them.
     pub fn new(kind: Kind, set: AssetSet) -> ListPart {
-        let samples = assets::render_list(&set.assets);
+        ListPart::sliced(kind, set, 1)
+    }
+
+    /// As [`ListPart::new`], in `shards` slices (at least one).
+    pub fn sliced(kind: Kind, mut set: AssetSet, shards: usize) -> ListPart {
+        let shards = shards.max(1);
+        let mut ends = vec![set.assets.len(); shards];
+        if shards > 1 {
+            // Stable: the API's order holds within a slice.
+            set.assets
+                .sort_by_cached_key(|asset| slice_of(kind, &asset.name, shards));
+            for (slice, end) in ends.iter_mut().enumerate() {
+                *end = set
+                    .assets
+                    .partition_point(|asset| slice_of(kind, &asset.name, shards) <= slice);
+            }
+        }
+        let mut start = 0;
+        let slices = ends
+            .into_iter()
+            .map(|end| {
+                let slice = ListSlice {
+                    names: start..end,
+                    samples: assets::render_list(&set.assets[start..end]),
+                };
+                start = end;
+                slice
+            })
+            .collect();
         let summary = Summary::of(&set.assets);
         let mut order: Vec<&Asset> = set.assets.iter().collect();
         let kept = order.len().min(WORST_KEPT);
@@ -125,9 +169,19 @@ impl ListPart {
         ListPart {
             kind,
             names,
+            slices,
             worst,
-            samples,
             summary,
+        }
+    }
+
+    /// The slice `shard` as the exposition reads it.
+    fn samples(&self, shard: usize) -> ListSamples<'_> {
+        let slice = &self.slices[shard];
+        ListSamples {
+            kind: self.kind,
+            names: &self.names[slice.names.clone()],
+            samples: &slice.samples,
         }
     }
 }
@@ -147,6 +201,8 @@ pub struct Snapshot {
     pub rendered: Rendered,
     /// The same, gzip-compressed per format, made on first demand.
     gzip: [OnceLock<GzipPrefix>; 2],
+    /// With more than one slice, each slice's body and its gzip form.
+    slices: Vec<(Rendered, [OnceLock<GzipPrefix>; 2])>,
 }
 
 impl Snapshot {
@@ -159,28 +215,55 @@ impl Snapshot {
         format: Format,
     ) -> Vec<u8> {
         let mut body = self.rendered.to_vec(format);
-        body.extend_from_slice(&live(Some((telemetry, self)), process, format));
+        body.extend_from_slice(&live(Some((telemetry, self, None)), process, format));
         body
     }
 
     /// Builds a snapshot from rendered lists: their samples are shared, not copied; only the
-    /// report families are rendered here.
+    /// report families are rendered here. The lists are in `shards` slices (as
+    /// [`ListPart::sliced`] made them); so is the snapshot.
     pub fn build(
         ips: Option<Arc<ListPart>>,
         domains: Option<Arc<ListPart>>,
         reports: Option<Arc<Reports>>,
         ready: bool,
+        shards: usize,
     ) -> Self {
-        let lists: Vec<ListSamples<'_>> = [&ips, &domains]
+        let shards = shards.max(1);
+        let parts: Vec<&ListPart> = [&ips, &domains]
             .into_iter()
             .flatten()
-            .map(|list| ListSamples {
-                kind: list.kind,
-                names: &list.names,
-                samples: &list.samples,
+            .map(|l| &**l)
+            .collect();
+        assert!(
+            parts.iter().all(|part| part.slices.len() == shards),
+            "lists rendered in other slices than the snapshot's"
+        );
+        let mut per_slice: Vec<_> = (0..shards)
+            .map(|shard| {
+                let lists: Vec<ListSamples<'_>> =
+                    parts.iter().map(|part| part.samples(shard)).collect();
+                assets::families(&lists, reports.as_deref())
             })
             .collect();
-        let rendered = assets::render(&lists, reports.as_deref());
+        let (rendered, slices) = if shards == 1 {
+            let whole = per_slice.pop().unwrap_or_default();
+            (Rendered::assemble(whole), Vec::new())
+        } else {
+            // Each family once, its chunks slice after slice.
+            let mut whole = per_slice[0].clone();
+            for (family, chunks) in whole.iter_mut().enumerate() {
+                chunks.1 = per_slice
+                    .iter()
+                    .flat_map(|slice| slice[family].1.iter().cloned())
+                    .collect();
+            }
+            let slices = per_slice
+                .into_iter()
+                .map(|slice| (Rendered::assemble(slice), Default::default()))
+                .collect();
+            (Rendered::assemble(whole), slices)
+        };
         Snapshot {
             ips,
             domains,
@@ -188,6 +271,51 @@ impl Snapshot {
             ready,
             rendered,
             gzip: Default::default(),
+            slices,
+        }
+    }
+
+    /// Slices served: `metrics.shards`.
+    pub fn shards(&self) -> usize {
+        self.slices.len().max(1)
+    }
+
+    /// The body of slice `shard`, or the whole body for `None` (and for slice 0 of one).
+    pub fn rendered(&self, shard: Option<usize>) -> &Rendered {
+        match shard.and_then(|shard| self.slices.get(shard)) {
+            Some((rendered, _)) => rendered,
+            None => &self.rendered,
+        }
+    }
+
+    /// Number of assets of one kind in slice `shard` (`None`: in every slice).
+    pub fn count_in(&self, shard: Option<usize>, kind: Kind) -> usize {
+        let list = match kind {
+            Kind::Ip => &self.ips,
+            Kind::Domain => &self.domains,
+        };
+        list.as_ref().map_or(0, |list| match shard {
+            Some(shard) => list.slices.get(shard).map_or(0, |s| s.names.len()),
+            None => list.names.len(),
+        })
+    }
+
+    /// The body of slice `shard` (`None`: the whole) as the start of a gzip stream, compressed
+    /// on the first call (per snapshot, slice and format) and kept.
+    pub fn gzip_of(&self, shard: Option<usize>, format: Format) -> &GzipPrefix {
+        self.gzip_cell(shard, format)
+            .get_or_init(|| GzipPrefix::new(self.rendered(shard).chunks(format)))
+    }
+
+    /// Whether the gzip body of this slice and format is ready.
+    pub fn has_gzip_of(&self, shard: Option<usize>, format: Format) -> bool {
+        self.gzip_cell(shard, format).get().is_some()
+    }
+
+    fn gzip_cell(&self, shard: Option<usize>, format: Format) -> &OnceLock<GzipPrefix> {
+        match shard.and_then(|shard| self.slices.get(shard)) {
+            Some((_, gzip)) => &gzip[format as usize],
+            None => &self.gzip[format as usize],
         }
     }
 
@@ -239,15 +367,10 @@ impl Snapshot {
         self.rendered.chunks(format)
     }
 
-    /// The per-asset body in one format as the start of a gzip stream, compressed on the first
-    /// call (per snapshot and format) and kept.
+    /// The whole per-asset body in one format as the start of a gzip stream (see
+    /// [`Snapshot::gzip_of`]).
     pub fn gzip(&self, format: Format) -> &GzipPrefix {
-        self.gzip[format as usize].get_or_init(|| GzipPrefix::new(self.body(format)))
-    }
-
-    /// Whether the gzip body of this format is ready.
-    pub fn has_gzip(&self, format: Format) -> bool {
-        self.gzip[format as usize].get().is_some()
+        self.gzip_of(None, format)
     }
 }
 
@@ -306,7 +429,7 @@ mod tests {
                 ],
             },
         );
-        let snapshot = Snapshot::build(Some(Arc::new(ips)), Some(Arc::new(domains)), None, true);
+        let snapshot = Snapshot::build(Some(Arc::new(ips)), Some(Arc::new(domains)), None, true, 1);
         let names: Vec<&str> = snapshot.worst(10).iter().map(|a| &*a.name).collect();
         assert_eq!(names, ["a.example", "192.0.2.1", "b.example"]);
         assert_eq!(snapshot.worst(1).len(), 1);
@@ -329,8 +452,15 @@ mod tests {
             Some(domains.clone()),
             None,
             true,
+            1,
         );
-        let second = Snapshot::build(Some(part(Kind::Ip, "192.0.2.2")), Some(domains), None, true);
+        let second = Snapshot::build(
+            Some(part(Kind::Ip, "192.0.2.2")),
+            Some(domains),
+            None,
+            true,
+            1,
+        );
         let domain_chunk = |snapshot: &Snapshot| {
             snapshot
                 .body(Format::Text)
@@ -343,5 +473,138 @@ mod tests {
         let text = String::from_utf8(second.rendered.to_vec(Format::Text)).unwrap();
         assert!(text.contains("reputation_senderscore{kind=\"ip\",asset=\"192.0.2.2\"} 80\n"));
         assert!(!text.contains("192.0.2.1"));
+    }
+
+    /// Both lists of a fleet of `n` assets (four in five addresses), every asset with a report,
+    /// in `shards` slices.
+    fn fleet(n: usize, shards: usize) -> Snapshot {
+        let part = |kind: Kind, names: Vec<String>| {
+            let assets = names
+                .iter()
+                .map(|name| asset(kind, name, 1.0, Some(75.0)))
+                .collect();
+            Some(Arc::new(ListPart::sliced(
+                kind,
+                AssetSet { assets },
+                shards,
+            )))
+        };
+        let ips: Vec<String> = (0..n * 4 / 5)
+            .map(|i| format!("10.{}.{}.{}", i >> 16, (i >> 8) & 255, i & 255))
+            .collect();
+        let domains: Vec<String> = (0..n - ips.len())
+            .map(|i| format!("mail{i}.example.com"))
+            .collect();
+        let mut reports = Reports::default();
+        for (kind, name) in ips
+            .iter()
+            .map(|n| (Kind::Ip, n))
+            .chain(domains.iter().map(|n| (Kind::Domain, n)))
+        {
+            let report = crate::model::Report {
+                tags: vec!["pool-a".into()],
+                ..Default::default()
+            };
+            reports.set(kind, name.clone(), Some(report));
+        }
+        Snapshot::build(
+            part(Kind::Ip, ips),
+            part(Kind::Domain, domains),
+            Some(Arc::new(reports)),
+            true,
+            shards,
+        )
+    }
+
+    /// The sample lines of a body, each with the (kind, asset) it is about.
+    fn samples(body: &Rendered) -> Vec<(String, (String, String))> {
+        let text = String::from_utf8(body.to_vec(Format::OpenMetrics)).unwrap();
+        text.lines()
+            .filter(|line| !line.starts_with('#'))
+            .map(|line| {
+                let label = |name: &str| {
+                    let start = line.find(&format!("{name}=\"")).unwrap() + name.len() + 2;
+                    line[start..].split('"').next().unwrap().to_owned()
+                };
+                (line.to_owned(), (label("kind"), label("asset")))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_series_is_in_the_one_slice_of_its_asset_and_the_slices_make_the_whole() {
+        let snapshot = fleet(500, 4);
+        assert_eq!(snapshot.shards(), 4);
+        let whole = samples(snapshot.rendered(None));
+        let mut union = Vec::new();
+        for shard in 0..4 {
+            for (line, (kind, asset)) in samples(snapshot.rendered(Some(shard))) {
+                let kind = if kind == "ip" { Kind::Ip } else { Kind::Domain };
+                assert_eq!(slice_of(kind, &asset, 4), shard, "{line}");
+                union.push(line);
+            }
+        }
+        let mut whole: Vec<String> = whole.into_iter().map(|(line, _)| line).collect();
+        assert!(
+            whole
+                .iter()
+                .any(|l| l.starts_with("reputation_asset_tag_info")),
+            "reports too"
+        );
+        assert_eq!(union.len(), whole.len(), "each series in exactly one slice");
+        union.sort_unstable();
+        whole.sort_unstable();
+        assert_eq!(union, whole);
+        let counted: usize = (0..4).map(|s| snapshot.count_in(Some(s), Kind::Ip)).sum();
+        assert_eq!(counted, 400);
+        assert_eq!(snapshot.count_in(None, Kind::Domain), 100);
+    }
+
+    #[test]
+    fn with_one_slice_the_slice_is_the_whole_body_in_the_apis_order() {
+        let snapshot = fleet(50, 1);
+        assert_eq!(snapshot.shards(), 1);
+        assert!(std::ptr::eq(
+            snapshot.rendered(Some(0)),
+            snapshot.rendered(None)
+        ));
+        let names: Vec<&str> = snapshot.ips.as_ref().unwrap().names[..3]
+            .iter()
+            .map(|n| &**n)
+            .collect();
+        assert_eq!(names, ["10.0.0.0", "10.0.0.1", "10.0.0.2"]);
+    }
+
+    #[test]
+    fn slices_are_balanced_within_15_percent_of_the_mean() {
+        for shards in [8, 16] {
+            let snapshot = fleet(10_000, shards);
+            let sizes: Vec<usize> = (0..shards)
+                .map(|s| {
+                    snapshot.count_in(Some(s), Kind::Ip) + snapshot.count_in(Some(s), Kind::Domain)
+                })
+                .collect();
+            let mean = 10_000 / shards;
+            let largest = *sizes.iter().max().unwrap();
+            assert!(
+                largest * 100 <= mean * 115,
+                "{shards} slices: {sizes:?}, mean {mean}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_slice_keeps_the_apis_order_within_it() {
+        let snapshot = fleet(200, 4);
+        let ips = snapshot.ips.as_ref().unwrap();
+        for slice in &ips.slices {
+            let names = &ips.names[slice.names.clone()];
+            let mut sorted = names.to_vec();
+            sorted.sort_by_key(|name| {
+                let octets: Vec<u32> = name.split('.').map(|o| o.parse().unwrap()).collect();
+                octets[2] * 256 + octets[3]
+            });
+            assert_eq!(names, sorted.as_slice());
+        }
     }
 }

@@ -32,6 +32,8 @@ pub struct Store {
 struct Parts {
     /// `metrics.max_age`: how long a list outlives a failing endpoint.
     max_age: Duration,
+    /// `metrics.shards`: the slices every list and snapshot is rendered in.
+    shards: usize,
     /// How long a report is kept: one report interval (it is refreshed once per round) plus
     /// `metrics.max_age`, so that a round on schedule never lets a report expire first.
     report_max_age: Duration,
@@ -51,13 +53,15 @@ struct Part {
 }
 
 impl Store {
-    /// An empty store whose lists expire after `max_age` and reports after `report_max_age`;
-    /// its snapshots can be watched from the start.
-    pub fn new(max_age: Duration, report_max_age: Duration) -> Arc<Store> {
-        let (snapshots, _) = watch::channel(Arc::new(Snapshot::build(None, None, None, false)));
+    /// An empty store whose lists expire after `max_age` and reports after `report_max_age`,
+    /// rendered in `shards` slices; its snapshots can be watched from the start.
+    pub fn new(max_age: Duration, report_max_age: Duration, shards: usize) -> Arc<Store> {
+        let empty = Snapshot::build(None, None, None, false, shards);
+        let (snapshots, _) = watch::channel(Arc::new(empty));
         Arc::new(Store {
             parts: Mutex::new(Parts {
                 max_age,
+                shards,
                 report_max_age,
                 ..Parts::default()
             }),
@@ -99,7 +103,8 @@ impl Store {
     /// the other list's samples are shared with the snapshot served until now.
     pub fn replace(&self, kind: Kind, set: AssetSet, fetched: Instant) {
         // Rendered before taking the lock: the other list may publish meanwhile.
-        let list = Arc::new(ListPart::new(kind, set));
+        let shards = self.parts().shards;
+        let list = Arc::new(ListPart::sliced(kind, set, shards));
         let mut parts = self.parts();
         let part = Some(Part { list, fetched });
         match kind {
@@ -219,6 +224,7 @@ impl Store {
             parts.domains.as_ref().map(|p| p.list.clone()),
             (!parts.reports.is_empty()).then(|| parts.reports.clone()),
             parts.ready,
+            parts.shards,
         );
         let snapshot = Arc::new(snapshot);
         tracing::debug!(
@@ -227,10 +233,18 @@ impl Store {
             "snapshot published"
         );
         self.snapshots.send_replace(snapshot.clone());
-        // Compress the OpenMetrics body (what Prometheus asks for) ahead of the first scrape.
+        // Compress the OpenMetrics body (what Prometheus asks for) ahead of the first scrape:
+        // each slice's when there are slices (what a fleet scrapes), else the whole.
         if tokio::runtime::Handle::try_current().is_ok() {
-            crate::task::spawn_blocking(move || {
-                snapshot.gzip(Format::OpenMetrics);
+            crate::task::spawn_blocking(move || match snapshot.shards() {
+                1 => {
+                    snapshot.gzip(Format::OpenMetrics);
+                }
+                shards => {
+                    for shard in 0..shards {
+                        snapshot.gzip_of(Some(shard), Format::OpenMetrics);
+                    }
+                }
             });
         }
     }
@@ -244,7 +258,7 @@ mod tests {
 
     #[test]
     fn a_list_older_than_max_age_is_dropped_and_the_other_kept() {
-        let store = Store::new(Duration::from_secs(60), Duration::from_secs(60));
+        let store = Store::new(Duration::from_secs(60), Duration::from_secs(60), 1);
         let start = Instant::now();
         let set = |name: &str, kind| AssetSet {
             assets: vec![Asset::from_item(
@@ -283,7 +297,7 @@ mod tests {
 
     #[tokio::test]
     async fn the_first_cycle_completes_only_once_a_poll_cycle_has_ended() {
-        let store = Store::new(Duration::from_secs(60), Duration::from_secs(60));
+        let store = Store::new(Duration::from_secs(60), Duration::from_secs(60), 1);
         let waiting = tokio::spawn({
             let store = store.clone();
             async move { store.first_cycle().await }
@@ -299,7 +313,7 @@ mod tests {
 
     #[test]
     fn reports_expire_and_vanish_with_their_asset() {
-        let store = Store::new(Duration::from_secs(60), Duration::from_secs(60));
+        let store = Store::new(Duration::from_secs(60), Duration::from_secs(60), 1);
         let start = Instant::now();
         let asset = Asset::from_item(
             Kind::Ip,

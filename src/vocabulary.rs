@@ -215,6 +215,26 @@ impl fmt::Debug for Secret {
     }
 }
 
+/// FNV-1a, 64 bits: stable across platforms and releases, so that replicas agree on the
+/// split of `asset_reports.shard` and scrapers on the slices of `metrics.shards`.
+pub fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
+        (hash ^ u64::from(*byte)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+/// The slice of `metrics.shards` = `shards` that serves the asset `name` of `kind`: FNV-1a
+/// (64 bits) of `KIND/NAME` (`ip/192.0.2.1`, `domain/example.com`) modulo `shards`. Every series
+/// of one asset is in its slice; the rule never changes between versions.
+pub fn slice_of(kind: Kind, name: &str, shards: usize) -> usize {
+    let mut key = Vec::with_capacity(kind.label().len() + 1 + name.len());
+    key.extend_from_slice(kind.label().as_bytes());
+    key.push(b'/');
+    key.extend_from_slice(name.as_bytes());
+    // usize is at most 64 bits on every supported platform.
+    (fnv1a(&key) % shards.max(1) as u64) as usize
+}
+
 /// A duration as the configuration and the flags write it: `500ms`, `30s`, `5m`, `1h`, `90d`
 /// (a day is 24 hours), also `1h 30m` or `2 days`. Jiff's friendly format, so that one crate
 /// reads every time the exporter is given.
@@ -242,6 +262,25 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
+
+    /// Values computed by an independent implementation (Python), which a user's tooling can
+    /// reproduce: the slices must never move between versions.
+    #[test]
+    fn the_slice_of_an_asset_is_fnv1a_of_kind_slash_name_modulo_the_shards() {
+        assert_eq!(fnv1a(b""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(fnv1a(b"ip/192.0.2.1"), 0x7ae0_3667_34b8_0dec);
+        assert_eq!(fnv1a(b"domain/example.com"), 0x768b_e5ef_0627_b23f);
+        for (kind, name, slices) in [
+            (Kind::Ip, "192.0.2.1", [0, 4, 12]),
+            (Kind::Domain, "example.com", [3, 7, 15]),
+            (Kind::Ip, "2001:db8::1", [3, 3, 11]),
+            (Kind::Domain, "mail.example.org", [1, 1, 1]),
+        ] {
+            let got = [4, 8, 16].map(|shards| slice_of(kind, name, shards));
+            assert_eq!(got, slices, "{name}");
+            assert_eq!(slice_of(kind, name, 1), 0);
+        }
+    }
 
     #[test]
     fn durations_are_read_as_the_configuration_writes_them() {

@@ -131,6 +131,8 @@ pub struct AccountConfig {
     pub max_age: Duration,
     /// Host names (and, separately, tags) kept per asset.
     pub max_labels: usize,
+    /// Slices of the per-asset series (`metrics.shards`).
+    pub shards: usize,
     /// Per-asset reports; their selection, zone and concurrency also rule `backfill`.
     pub reports: ReportSchedule,
 }
@@ -186,13 +188,15 @@ impl AccountConfig {
     /// The shared settings (`[poll]`, `[backoff]`, `[metrics]`, `[asset_reports]`) in which
     /// `new` differs from this configuration of the same account, by key; `None` when `new` is
     /// another account or polls other endpoints (another source, token, timeout or body cap,
-    /// or reports turned on or off), which only a new account can apply.
+    /// or reports turned on or off) or slices its series otherwise (`metrics.shards`), which
+    /// only a new account can apply.
     pub fn shared_changes(&self, new: &AccountConfig) -> Option<Vec<&'static str>> {
         let same_account = self.name == new.name
             && self.source == new.source
             && self.timeout == new.timeout
             && self.max_body_bytes == new.max_body_bytes
-            && self.reports.enabled == new.reports.enabled;
+            && self.reports.enabled == new.reports.enabled
+            && self.shards == new.shards;
         if !same_account {
             return None;
         }

@@ -76,6 +76,9 @@ pub struct MetricsSettings {
     /// Host names (and, separately, tags) kept per asset; the rest are dropped and counted.
     #[serde(deserialize_with = "parse::lenient")]
     pub max_labels_per_asset: usize,
+    /// Slices of the per-asset series, each served on `?shard=I`.
+    #[serde(deserialize_with = "parse::lenient")]
+    pub shards: usize,
 }
 
 /// `[backoff]`: exponential backoff with full jitter on 503, other 5xx, timeouts and connection
@@ -176,6 +179,7 @@ impl Default for MetricsSettings {
         MetricsSettings {
             max_age: Duration::from_secs(3600),
             max_labels_per_asset: 64,
+            shards: 1,
         }
     }
 }

@@ -3,6 +3,10 @@
 
 use super::*;
 
+/// Most slices `metrics.shards` may ask for: a slice of a million-asset fleet at 1,024 is about
+/// a thousand assets, far below what one target can serve.
+const MAX_SHARDS: usize = 1024;
+
 impl Settings {
     /// Checks what involves several keys, and builds what each section configures; every
     /// problem is reported, not only the first.
@@ -43,6 +47,12 @@ impl Settings {
                 "must not be longer than backoff.max_delay",
             ));
         }
+        if !(1..=MAX_SHARDS).contains(&self.metrics.shards) {
+            shared_problems.push(Problem::invalid(
+                "metrics.shards",
+                format!("must be from 1 to {MAX_SHARDS}"),
+            ));
+        }
         let reports = self.asset_reports;
         if reports.concurrency == 0 {
             shared_problems.push(Problem::invalid(
@@ -60,6 +70,7 @@ impl Settings {
             poll_interval: self.poll.interval,
             max_age: self.metrics.max_age,
             max_labels: self.metrics.max_labels_per_asset,
+            shards: self.metrics.shards,
             reports: ReportSchedule {
                 enabled: reports.enabled,
                 interval: reports.interval,

@@ -358,6 +358,15 @@ fn render_reports(list: &ListSamples<'_>, reports: &Reports) -> Vec<Bytes> {
 /// samples, shared, between the family headers; and the report families when there are
 /// reports.
 pub fn render(lists: &[ListSamples<'_>], reports: Option<&Reports>) -> Rendered {
+    Rendered::assemble(families(lists, reports))
+}
+
+/// The sample chunks of these lists and their reports, family by family in exposition order
+/// (the report families only when there are reports), for [`Rendered::assemble`].
+pub fn families(
+    lists: &[ListSamples<'_>],
+    reports: Option<&Reports>,
+) -> Vec<(&'static Family, Vec<Bytes>)> {
     let chunk = |rendered: &[&[Bytes]], i: usize| -> Vec<Bytes> {
         rendered.iter().filter_map(|r| r.get(i).cloned()).collect()
     };
@@ -378,7 +387,7 @@ pub fn render(lists: &[ListSamples<'_>], reports: Option<&Reports>) -> Rendered 
                 .map(|(i, f)| (&f.family, chunk(&reported, i))),
         );
     }
-    Rendered::assemble(parts)
+    parts
 }
 
 #[cfg(test)]

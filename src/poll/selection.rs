@@ -3,6 +3,8 @@
 
 use std::str::FromStr;
 
+use crate::vocabulary::fnv1a;
+
 /// `N/M`: the assets whose name hashes to `N-1` modulo `M` (1-based, as people count replicas).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Shard {
@@ -60,15 +62,8 @@ impl Selection {
     pub fn selects(&self, name: &str) -> bool {
         self.include.as_ref().is_none_or(|r| r.is_match(name))
             && !self.exclude.as_ref().is_some_and(|r| r.is_match(name))
-            && shard_hash(name) % self.shard.count == self.shard.index - 1
+            && fnv1a(name.as_bytes()) % self.shard.count == self.shard.index - 1
     }
-}
-
-/// FNV-1a, 64 bits: stable across platforms and releases, so replicas agree on the split.
-fn shard_hash(name: &str) -> u64 {
-    name.bytes().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
-        (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3)
-    })
 }
 
 #[cfg(test)]

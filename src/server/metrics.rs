@@ -1,5 +1,6 @@
-//! `/metrics`: the snapshot's cached per-asset body, then the exporter's own families encoded
-//! live, in the negotiated format, gzip-compressed when the client allows it.
+//! `/metrics`: the snapshot's cached per-asset body (of one slice with `?shard=I`), then the
+//! exporter's own families encoded live, in the negotiated format, gzip-compressed when the
+//! client allows it.
 
 use axum::body::Body;
 use std::sync::Arc;
@@ -27,21 +28,59 @@ fn negotiate(headers: &HeaderMap) -> (Format, bool) {
     )
 }
 
-/// `/metrics`: with one account, its metrics and the process metrics; with several, the
-/// process metrics only (each account is on `/probe?target=NAME`).
-pub(super) async fn metrics(State(state): State<AppState>, headers: HeaderMap) -> Response {
+/// The query of `/metrics`.
+#[derive(Debug, serde::Deserialize)]
+pub(super) struct Slice {
+    shard: Option<String>,
+}
+
+/// The slice `shard` asks for among the snapshot's: `None` without the parameter; the 400
+/// answer for anything but a number below `metrics.shards`.
+fn slice(shard: Option<&str>, snapshot: &Snapshot) -> Result<Option<usize>, Box<Response>> {
+    let Some(text) = shard else {
+        return Ok(None);
+    };
+    let shards = snapshot.shards();
+    match text.parse::<usize>() {
+        Ok(shard) if shard < shards => Ok(Some(shard)),
+        _ => {
+            let shown: String = text.chars().take(32).collect();
+            Err(Box::new(bad_request(format!(
+                "shard `{shown}` is not a slice of this exporter: give a number from 0 to {} \
+                 (metrics.shards = {shards}), or no shard for every series",
+                shards - 1
+            ))))
+        }
+    }
+}
+
+/// `/metrics`: with one account, its metrics and the process metrics (the per-asset series
+/// of one slice with `?shard=I`); with several, the process metrics only (each account is on
+/// `/probe?target=NAME`).
+pub(super) async fn metrics(
+    State(state): State<AppState>,
+    Query(query): Query<Slice>,
+    headers: HeaderMap,
+) -> Response {
     let (format, gzip) = negotiate(&headers);
     match state.accounts().single() {
         Some(one) => {
             let snapshot = one.store.current();
+            let shard = match slice(query.shard.as_deref(), &snapshot) {
+                Ok(shard) => shard,
+                Err(answer) => return *answer,
+            };
             let live = live(
-                Some((&one.telemetry, &snapshot)),
+                Some((&one.telemetry, &snapshot, shard)),
                 Some(&state.process),
                 format,
             );
-            respond(Some(snapshot), live, format, gzip).await
+            respond(Some(snapshot), shard, live, format, gzip).await
         }
-        None => respond(None, live(None, Some(&state.process), format), format, gzip).await,
+        None => {
+            let live = live(None, Some(&state.process), format);
+            respond(None, None, live, format, gzip).await
+        }
     }
 }
 
@@ -49,6 +88,7 @@ pub(super) async fn metrics(State(state): State<AppState>, headers: HeaderMap) -
 #[derive(Debug, serde::Deserialize)]
 pub(super) struct Probe {
     target: Option<String>,
+    shard: Option<String>,
 }
 
 /// `/probe?target=NAME`: one account's per-asset and API metrics, named and labelled exactly
@@ -78,18 +118,23 @@ pub(super) async fn probe(
     };
     let (format, gzip) = negotiate(&headers);
     let snapshot = account.store.current();
-    let live = live(Some((&account.telemetry, &snapshot)), None, format);
-    respond(Some(snapshot), live, format, gzip).await
+    let shard = match slice(probe.shard.as_deref(), &snapshot) {
+        Ok(shard) => shard,
+        Err(answer) => return *answer,
+    };
+    let live = live(Some((&account.telemetry, &snapshot, shard)), None, format);
+    respond(Some(snapshot), shard, live, format, gzip).await
 }
 
 fn bad_request(reason: String) -> Response {
     (StatusCode::BAD_REQUEST, format!("{reason}\n")).into_response()
 }
 
-/// The snapshot's cached body (when there is one) followed by `live`, in `format`, gzipped
-/// when `gzip`.
+/// The snapshot's cached body (of slice `shard`, or whole) when there is one, followed by
+/// `live`, in `format`, gzipped when `gzip`.
 async fn respond(
     snapshot: Option<Arc<Snapshot>>,
+    shard: Option<usize>,
     live: Vec<u8>,
     format: Format,
     gzip: bool,
@@ -99,16 +144,16 @@ async fn respond(
     let vary = (header::VARY, "Accept, Accept-Encoding");
     let snapshot = snapshot.unwrap_or_default();
     if !gzip {
-        let mut chunks = snapshot.body(format).to_vec();
+        let mut chunks = snapshot.rendered(shard).chunks(format).to_vec();
         chunks.push(Bytes::from(live));
         return ([content_type, vary], Body::new(Chunks::new(chunks))).into_response();
     }
     // Compressing a large head takes a while the first time: off the async threads.
-    let prefix = if snapshot.has_gzip(format) {
-        snapshot.gzip(format).clone()
+    let prefix = if snapshot.has_gzip_of(shard, format) {
+        snapshot.gzip_of(shard, format).clone()
     } else {
         let snapshot = snapshot.clone();
-        match crate::task::spawn_blocking(move || snapshot.gzip(format).clone()).await {
+        match crate::task::spawn_blocking(move || snapshot.gzip_of(shard, format).clone()).await {
             Ok(prefix) => prefix,
             Err(_) => return StatusCode::INTERNAL_SERVER_ERROR.into_response(),
         }

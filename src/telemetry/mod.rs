@@ -217,8 +217,9 @@ impl Telemetry {
     }
 
     /// Appends every family in OpenMetrics text, without `# EOF`; `assets` is how many assets
-    /// of each kind ([`Kind::ALL`] order) the scrape serves.
-    pub fn encode(&self, out: &mut String, assets: [usize; 2]) {
+    /// of each kind ([`Kind::ALL`] order) the scrape serves, `shards` the slices the per-asset
+    /// series are served in.
+    pub fn encode(&self, out: &mut String, assets: [usize; 2], shards: usize) {
         let assets_family: Family<KindLabels, Gauge> = Family::default();
         for (kind, count) in Kind::ALL.into_iter().zip(assets) {
             assets_family
@@ -228,8 +229,15 @@ impl Telemetry {
         let mut scrape = Registry::default();
         scrape.register(
             "reputation_assets",
-            "Assets in the served snapshot, by kind",
+            "Assets in the served snapshot (in the slice served, with metrics.shards), by kind",
             assets_family,
+        );
+        let slices: Gauge = Gauge::default();
+        slices.set(i64::try_from(shards).unwrap_or(i64::MAX));
+        scrape.register(
+            "reputation_exporter_shards",
+            "Slices the per-asset series are served in (metrics.shards); the same on every slice",
+            slices,
         );
         // Writing into a String cannot fail.
         let _ = prometheus_client::encoding::text::encode_registry(out, &self.head);
@@ -366,7 +374,7 @@ mod tests {
 
     fn render(telemetry: &Telemetry) -> String {
         let mut out = String::new();
-        telemetry.encode(&mut out, [0, 0]);
+        telemetry.encode(&mut out, [0, 0], 1);
         out
     }
 

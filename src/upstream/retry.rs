@@ -199,7 +199,7 @@ mod tests {
             assert!(*gap <= Duration::from_secs(ceiling), "{gaps:?}");
         }
         let mut text = String::new();
-        telemetry.encode(&mut text, [0, 0]);
+        telemetry.encode(&mut text, [0, 0], 1);
         assert!(text.contains("reputation_api_retries_total{endpoint=\"ip-list\"} 4\n"));
     }
 

@@ -17,5 +17,6 @@ mod process;
 mod reload;
 mod remote_write;
 mod reports;
+mod shards;
 mod structure;
 mod web;

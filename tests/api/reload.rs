@@ -262,3 +262,42 @@ async fn a_reload_says_in_its_answer_what_waits_for_a_restart() {
         "{text}"
     );
 }
+
+#[tokio::test]
+async fn a_reload_that_changes_the_slices_renders_the_account_again_in_them() {
+    let eu = SimulatedApi::new(8, 0);
+    let eu_url = eu.spawn().await.unwrap();
+    let shards = Arc::new(std::sync::atomic::AtomicUsize::new(1));
+    let settings = {
+        let shards = shards.clone();
+        move || {
+            let mut settings = Written::settings(&[("eu", eu_url.clone())]);
+            settings.metrics.shards = shards.load(std::sync::atomic::Ordering::SeqCst);
+            settings
+        }
+    };
+    let initial = settings.clone();
+    let app = spawn_app_with(Options {
+        upstream: SimulatedApi::new(0, 0),
+        configure: Box::new(move |s| *s = initial()),
+        reload: Some(Arc::new(move || settings().validate(false))),
+        ..Options::default()
+    })
+    .await;
+    probe_has(&app, "eu", "reputation_exporter_shards 1").await;
+    assert_eq!(app.get("/probe?target=eu&shard=1").await.status(), 400);
+
+    shards.store(4, std::sync::atomic::Ordering::SeqCst);
+    let answer = app.post("/-/reload").await.text().await.unwrap();
+    assert!(answer.contains("changed: eu;"), "{answer}");
+    eventually("slice 3 of 4 served", || async {
+        let answer = app.get("/probe?target=eu&shard=3").await;
+        answer.status() == 200
+            && answer
+                .text()
+                .await
+                .unwrap()
+                .contains("reputation_exporter_shards 4")
+    })
+    .await;
+}

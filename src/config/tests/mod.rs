@@ -389,7 +389,7 @@ fn the_known_keys_are_the_settings_tree_and_the_example_documents_each() {
             }
         }
     }
-    assert_eq!(documented, 24, "every key of the tree");
+    assert_eq!(documented, 25, "every key of the tree");
 }
 
 #[test]

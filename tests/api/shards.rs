@@ -1,0 +1,189 @@
+//! `metrics.shards`: the per-asset series served in slices on `/metrics?shard=I` and
+//! `/probe?target=NAME&shard=I`, each slice a self-contained target.
+
+use std::collections::BTreeSet;
+
+use reputation_exporter::demo::SimulatedApi;
+use reputation_exporter::vocabulary::{Kind, slice_of};
+
+use crate::helpers::{Options, spawn_accounts, spawn_app_with, up, value};
+
+/// Per-asset series of a body, with the asset each is about.
+fn asset_lines(body: &str) -> Vec<(String, Kind, String)> {
+    body.lines()
+        .filter(|line| !line.starts_with('#') && line.contains("asset=\""))
+        .map(|line| {
+            let label = |name: &str| {
+                let start = line.find(&format!("{name}=\"")).unwrap() + name.len() + 2;
+                line[start..].split('"').next().unwrap().to_owned()
+            };
+            let kind = if label("kind") == "ip" {
+                Kind::Ip
+            } else {
+                Kind::Domain
+            };
+            // The series, without its value (a poll between two scrapes may change one).
+            let series = line.rsplit_once(' ').map_or(line, |(series, _)| series);
+            (series.to_owned(), kind, label("asset"))
+        })
+        .collect()
+}
+
+/// The lines of a body that are about no asset: the exporter's and the API's own.
+fn own_families(body: &str) -> BTreeSet<String> {
+    body.lines()
+        .filter_map(|line| line.strip_prefix("# TYPE "))
+        .map(|line| line.split(' ').next().unwrap().to_owned())
+        .filter(|name| {
+            name.starts_with("reputation_api_")
+                || name.starts_with("reputation_exporter_")
+                || name.starts_with("process_")
+                || ["reputation_up", "reputation_assets"].contains(&name.as_str())
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn four_slices_each_serve_their_assets_and_the_exporters_own_metrics_and_add_up_to_the_whole()
+{
+    let app = spawn_app_with(Options {
+        upstream: SimulatedApi::new(60, 40),
+        configure: Box::new(|s| {
+            s.metrics.shards = 4;
+            s.asset_reports.enabled = true;
+            s.asset_reports.interval = crate::helpers::duration("500ms");
+        }),
+        ..Options::default()
+    })
+    .await;
+    let whole = app
+        .metrics_when("both lists and reports served", |body| {
+            up(body) && body.contains("reputation_asset_tag_info{")
+        })
+        .await;
+    let whole_lines: BTreeSet<String> = asset_lines(&whole).into_iter().map(|l| l.0).collect();
+    let mut union = BTreeSet::new();
+    let mut assets = [0.0; 2];
+    for shard in 0..4 {
+        let body = app
+            .get(&format!("/metrics?shard={shard}"))
+            .await
+            .text()
+            .await
+            .unwrap();
+        for (line, kind, asset) in asset_lines(&body) {
+            assert_eq!(slice_of(kind, &asset, 4), shard, "{line}");
+            assert!(union.insert(line.clone()), "{line} in two slices");
+        }
+        assert_eq!(own_families(&body), own_families(&whole), "slice {shard}");
+        assert_eq!(value(&body, "reputation_exporter_shards"), 4.0);
+        assert_eq!(value(&body, "reputation_up"), 1.0);
+        assets[0] += value(&body, "reputation_assets{kind=\"ip\"}");
+        assets[1] += value(&body, "reputation_assets{kind=\"domain\"}");
+    }
+    // A poll may have landed between two scrapes: compare what the whole says now.
+    let now = app.metrics().await;
+    let now_lines: BTreeSet<String> = asset_lines(&now).into_iter().map(|l| l.0).collect();
+    assert!(
+        union == now_lines || union == whole_lines,
+        "the slices make the whole"
+    );
+    assert_eq!(
+        assets,
+        [60.0, 40.0],
+        "reputation_assets counts each asset once"
+    );
+    assert_eq!(value(&now, "reputation_exporter_shards"), 4.0);
+}
+
+#[tokio::test]
+async fn a_shard_that_is_not_a_slice_is_refused_naming_the_range() {
+    let app = spawn_app_with(Options {
+        configure: Box::new(|s| s.metrics.shards = 4),
+        ..Options::default()
+    })
+    .await;
+    for shard in ["4", "-1", "x", "", "99999999999999999999999"] {
+        let answer = app.get(&format!("/metrics?shard={shard}")).await;
+        assert_eq!(answer.status(), 400, "shard={shard}");
+        let text = answer.text().await.unwrap();
+        assert!(
+            text.contains(
+                "is not a slice of this exporter: give a number from 0 to 3 (metrics.shards = 4)"
+            ),
+            "{text}"
+        );
+    }
+    let answer = app.get("/metrics?shard=3").await;
+    assert_eq!(answer.status(), 200);
+}
+
+#[tokio::test]
+async fn a_gzip_slice_is_the_plain_slice_compressed() {
+    let app = spawn_app_with(Options {
+        configure: Box::new(|s| s.metrics.shards = 3),
+        ..Options::default()
+    })
+    .await;
+    app.metrics_when("served", up).await;
+    let slice = |gzip: bool| {
+        let headers: &[(&str, &str)] = if gzip {
+            &[("accept-encoding", "gzip")]
+        } else {
+            &[("accept-encoding", "identity")]
+        };
+        let app = &app;
+        async move {
+            let answer = app.get_with("/metrics?shard=1", headers).await;
+            let gzipped = answer.headers().get("content-encoding").is_some();
+            let bytes = answer.bytes().await.unwrap();
+            (gzipped, bytes)
+        }
+    };
+    let (gzipped, compressed) = slice(true).await;
+    assert!(gzipped);
+    let mut plain = String::new();
+    std::io::Read::read_to_string(
+        &mut flate2::read::GzDecoder::new(&compressed[..]),
+        &mut plain,
+    )
+    .unwrap();
+    let (_, identity) = slice(false).await;
+    let identity = String::from_utf8(identity.to_vec()).unwrap();
+    let per_asset =
+        |body: &str| -> Vec<String> { asset_lines(body).into_iter().map(|l| l.0).collect() };
+    assert_eq!(per_asset(&plain), per_asset(&identity));
+    assert!(!per_asset(&plain).is_empty());
+}
+
+#[tokio::test]
+async fn probe_serves_an_accounts_slice_too() {
+    let app = spawn_accounts(
+        vec![
+            ("eu", SimulatedApi::new(20, 10), "demo-token"),
+            ("us", SimulatedApi::new(5, 5), "demo-token"),
+        ],
+        "200ms",
+        |s| s.metrics.shards = 2,
+    )
+    .await;
+    let whole = app.when("eu served", "/probe?target=eu", up).await;
+    let mut union = BTreeSet::new();
+    for shard in 0..2 {
+        let body = app
+            .get(&format!("/probe?target=eu&shard={shard}"))
+            .await
+            .text()
+            .await
+            .unwrap();
+        for (line, kind, asset) in asset_lines(&body) {
+            assert_eq!(slice_of(kind, &asset, 2), shard, "{line}");
+            union.insert(line);
+        }
+        assert_eq!(value(&body, "reputation_exporter_shards"), 2.0);
+    }
+    let whole: BTreeSet<String> = asset_lines(&whole).into_iter().map(|l| l.0).collect();
+    assert_eq!(union.len(), whole.len());
+    let refused = app.get("/probe?target=eu&shard=2").await;
+    assert_eq!(refused.status(), 400);
+}
