@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Writes the deploy files that derive from one place. From the monitoring mixin (mixin/): the
-# alerts and recording rules (deploy/prometheus/alerts.yml, rules.yml), the Grafana dashboard
+# alerts and recording rules (deploy/prometheus/alerts.yml, rules.yml, and split for a sharded
+# fleet in deploy/prometheus/fleet/alerts-servers.yml and alerts-global.yml), the Grafana dashboard
 # (deploy/grafana/dashboard.json) and the Kubernetes PrometheusRule
-# (deploy/kubernetes/prometheusrule.yaml); and the units' Documentation= (deploy/systemd). CI
+# (deploy/kubernetes/prometheusrule.yaml); the ServiceMonitor of a sliced exporter
+# (deploy/kubernetes/servicemonitor-slices.yaml, N = 4); and the units' Documentation=
+# (deploy/systemd). CI
 # runs it with the defaults and fails on any difference.
 #
 # Needs jsonnet (Debian: apt-get install jsonnet). To change a threshold, a selector or the
@@ -27,6 +30,7 @@ runbook=${RUNBOOK_URL:-$default}
 # The runbook URL as jsonnet code: a JSON string is one.
 config=$(python3 -c 'import json, sys; print(json.dumps({"runbookUrl": sys.argv[1]}))' "$runbook")
 jsonnet -S -m . --tla-code "config=$config" ../mixin/render.jsonnet >/dev/null
+jsonnet -S kubernetes/servicemonitor-slices.jsonnet >kubernetes/servicemonitor-slices.yaml
 
 sed -i "s#^Documentation=.*#Documentation=$repository $runbook#" systemd/reputation-exporter.service \
     systemd/reputation-exporter.socket

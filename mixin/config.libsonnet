@@ -14,6 +14,11 @@
     // The label that tells accounts (or replicas) apart; replicas report the same asset, so
     // recording rules and panels take the max without it.
     instanceLabel: 'instance',
+    // The target label that tells the slices of metrics.shards apart (the scrape configuration
+    // sets it from the `shard` parameter). Every slice carries the exporter's and the API's own
+    // metrics, so alerts and panels take one copy (max or min without it) and never count,
+    // page or sum a process' values once per slice.
+    shardLabel: 'shard',
 
     // Gaps bridged: every reputation alert reads the last sample of its series within this
     // window, so a restart or a scrape gap (no sample) neither resolves a firing alert nor
@@ -66,6 +71,10 @@
     // ReputationExporterDown and ReputationExporterReloadFailed.
     exporterDownFor: '5m',
     reloadFailedFor: '5m',
+    // ReputationShardsMissing and ReputationShardingMismatch (group reputation.fleet, for
+    // the global view: the one Prometheus, or Thanos / Mimir's ruler or the federating server
+    // over a hashmod fleet, never a server that scrapes some slices only).
+    shardsMissingFor: '15m',
 
     // Each alert links runbookUrl#<alert name in lower case>, the runbook's heading for it.
     runbookUrl: 'https://github.com/reputation-exporter/reputation-exporter/blob/main/docs/runbook.md',

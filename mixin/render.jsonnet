@@ -12,6 +12,17 @@ function(config={})
                              + generated + yaml(mixin.prometheusAlerts),
     'prometheus/rules.yml': '# Recording rules for reputation-exporter (level:metric:operations).\n'
                             + generated + yaml(mixin.prometheusRules),
+    // A hashmod-sharded fleet (metrics.shards): what each server evaluates, on its slices (the
+    // per-asset and health alerts), and what the global view evaluates (Thanos / Mimir ruler, or
+    // the federating server): the fleet alerts and the recording rules, which aggregate assets.
+    local group(name) = [g for g in mixin.prometheusAlerts.groups if g.name == name],
+    'prometheus/fleet/alerts-servers.yml': '# The alerts each server of a hashmod-sharded fleet evaluates on the slices it scrapes.\n'
+                                           + generated + yaml({ groups: group('reputation.alerts') }),
+    'prometheus/fleet/alerts-global.yml': '# What the global view of a sharded fleet evaluates (Thanos or Mimir ruler, or the\n'
+                                          + '# federating Prometheus): the fleet alerts, and the recording rules, which aggregate\n'
+                                          + '# over every asset.\n'
+                                          + generated
+                                          + yaml({ groups: group('reputation.fleet') + mixin.prometheusRules.groups }),
     'grafana/dashboard.json': std.manifestJsonEx(mixin.grafanaDashboards['reputation-exporter.json'], '  ') + '\n',
     'kubernetes/prometheusrule.yaml': '# The alerts and recording rules as a prometheus-operator PrometheusRule.\n'
                                       + generated

@@ -21,6 +21,8 @@
   // Still firing (or pending): what keeps a new event's page up until the event is over.
   local still(name, states='firing') = 'ALERTS{%s, alertname="%s", alertstate=~"%s"}' % [c.selector, name, states],
   local pendingFor(duration) = { 'for': duration },
+  // One copy of a process' own series, however many slices serve it.
+  local once(aggregation, expr) = '%s without (%s) (%s)' % [aggregation, c.shardLabel, expr],
   // `expr` with the asset's team tag as a `team` label, when _config.teamTag names them.
   local team(expr) =
     if c.teamTag == '' then expr else
@@ -155,7 +157,7 @@
           alert(
             'ReputationApiDown',
             'warning',
-            '%s == 0' % last('reputation_api_up{%(selector)s}' % c),
+            '%s == 0' % once('max', last('reputation_api_up{%(selector)s}' % c)),
             'The reputation API keeps failing.',
             'Polls of the API endpoint {{ $labels.endpoint }} by {{ $labels.%(instanceLabel)s }} have failed after their retries for %(apiDownFor)s; the exported values are ageing.' % c,
             pendingFor(c.apiDownFor),
@@ -163,7 +165,7 @@
           alert(
             'ReputationApiTokenRejected',
             'critical',
-            '%s == 0' % last('reputation_api_auth_ok{%(selector)s}' % c),
+            '%s == 0' % once('max', last('reputation_api_auth_ok{%(selector)s}' % c)),
             "The reputation API rejects the exporter's token.",
             'The API answers 401/403 to {{ $labels.%(instanceLabel)s }}: the token is wrong, expired or lacks access. No new data arrives.' % c,
             pendingFor(c.tokenRejectedFor),
@@ -171,7 +173,7 @@
           alert(
             'ReputationDataStale',
             'warning',
-            'time() - reputation_last_success_timestamp_seconds{%(selector)s, endpoint=~"ip-list|domain-list"} > %(staleAfterSeconds)s' % c,
+            'time() - %s > %s' % [once('max', 'reputation_last_success_timestamp_seconds{%(selector)s, endpoint=~"ip-list|domain-list"}' % c), c.staleAfterSeconds],
             'Reputation data is stale.',
             'The last successful poll of {{ $labels.endpoint }} by {{ $labels.%(instanceLabel)s }} was {{ $value | humanizeDuration }} ago; after metrics.max_age its asset series disappear.' % c,
             pendingFor(c.staleFor),
@@ -179,18 +181,43 @@
           alert(
             'ReputationExporterDown',
             'critical',
-            'up{%(selector)s} == 0' % c,
+            '%s == 0' % once('min', 'up{%(selector)s}' % c),
             'The reputation exporter cannot be scraped.',
-            'Prometheus cannot scrape {{ $labels.%(instanceLabel)s }}: no reputation data and no reputation alerts from it.' % c,
+            'Prometheus cannot scrape {{ $labels.%(instanceLabel)s }} (or one of its slices): no reputation data and no reputation alerts from it.' % c,
             pendingFor(c.exporterDownFor),
           ),
           alert(
             'ReputationExporterReloadFailed',
             'warning',
-            'reputation_exporter_config_last_reload_successful{%(exporterSelector)s} == 0' % c,
+            '%s == 0' % once('max', 'reputation_exporter_config_last_reload_successful{%(exporterSelector)s}' % c),
             'The exporter refused its new configuration.',
             '{{ $labels.%(instanceLabel)s }} refused the configuration it was asked to reload (SIGHUP or POST /-/reload) and runs the previous one; the next restart would fail the same way.' % c,
             pendingFor(c.reloadFailedFor),
+          ),
+        ],
+      },
+      // A fleet of slices (metrics.shards) as a whole: only where every slice is seen.
+      {
+        name: 'reputation.fleet',
+        rules: [
+          alert(
+            'ReputationShardsMissing',
+            'critical',
+            |||
+              count by (job, %(instanceLabel)s) (reputation_exporter_shards{%(selector)s})
+              < max by (job, %(instanceLabel)s) (reputation_exporter_shards{%(selector)s})
+            ||| % c,
+            'Slices of the exporter are not scraped.',
+            'Only {{ $value }} slice(s) of {{ $labels.%(instanceLabel)s }} are scraped, fewer than its metrics.shards: the assets of the others have no series and no alerts.' % c,
+            pendingFor(c.shardsMissingFor),
+          ),
+          alert(
+            'ReputationShardingMismatch',
+            'critical',
+            'stdvar by (job, %(instanceLabel)s) (reputation_exporter_shards{%(selector)s}) != 0' % c,
+            'Slices of the exporter disagree on metrics.shards.',
+            'The slices of {{ $labels.%(instanceLabel)s }} scraped say different numbers of slices (replicas with different metrics.shards?): some assets are in two slices and others in none.' % c,
+            pendingFor(c.shardsMissingFor),
           ),
         ],
       },

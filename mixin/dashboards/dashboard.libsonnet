@@ -9,6 +9,8 @@ local p = import '../lib/panels.libsonnet';
   local v = {
     q: 'job=~"$job",%s=~"$instance"' % c.instanceLabel,
     i: c.instanceLabel,
+    // One copy of the process' own series per exporter, however many slices serve it.
+    s: c.shardLabel,
     l: c.trendLookback,
   },
 
@@ -415,7 +417,7 @@ local p = import '../lib/panels.libsonnet';
           'API requests by code',
           p.grid(12, 46, 12, 6),
           [
-            p.target('sum by (code) (rate(reputation_api_requests_total{%(q)s}[$__rate_interval]))' % v, legend='{{code}}'),
+            p.target('sum by (code) (max without (%(s)s) (rate(reputation_api_requests_total{%(q)s}[$__rate_interval])))' % v, legend='{{code}}'),
           ],
           {
             fieldConfig: {
@@ -432,7 +434,7 @@ local p = import '../lib/panels.libsonnet';
           'Retries',
           p.grid(0, 52, 8, 6),
           [
-            p.target('sum by (endpoint) (increase(reputation_api_retries_total{%(q)s}[$__rate_interval]))' % v, legend='{{endpoint}}'),
+            p.target('sum by (endpoint) (max without (%(s)s) (increase(reputation_api_retries_total{%(q)s}[$__rate_interval])))' % v, legend='{{endpoint}}'),
           ],
         ),
         p.panel(
@@ -458,7 +460,7 @@ local p = import '../lib/panels.libsonnet';
           'API latency p90',
           p.grid(16, 52, 8, 6),
           [
-            p.target('histogram_quantile(0.9, sum by (endpoint, le) (rate(reputation_api_request_duration_seconds_bucket{%(q)s}[$__rate_interval])))' % v, legend='{{endpoint}}'),
+            p.target('histogram_quantile(0.9, sum by (endpoint, le) (max without (%(s)s) (rate(reputation_api_request_duration_seconds_bucket{%(q)s}[$__rate_interval]))))' % v, legend='{{endpoint}}'),
           ],
           {
             fieldConfig: {
@@ -506,7 +508,7 @@ local p = import '../lib/panels.libsonnet';
           'Unrecognized values (1h)',
           p.grid(6, 58, 6, 4),
           [
-            p.target('sum(increase(reputation_unrecognized_values_total{%(q)s}[1h])) or vector(0)' % v, instant=true),
+            p.target('sum(max without (%(s)s) (increase(reputation_unrecognized_values_total{%(q)s}[1h]))) or vector(0)' % v, instant=true),
           ],
         ),
         p.panel(
@@ -532,7 +534,7 @@ local p = import '../lib/panels.libsonnet';
           'Exporter versions',
           p.grid(18, 58, 6, 4),
           [
-            p.target('reputation_exporter_build_info{%(q)s}' % v, instant=true, format='table'),
+            p.target('max without (%(s)s) (reputation_exporter_build_info{%(q)s})' % v, instant=true, format='table'),
           ],
           {
             transformations: [

@@ -17,7 +17,7 @@ fi
 version=1.37.0
 core=()
 for manifest in deploy/kubernetes/*.yaml; do
-    grep -q '^apiVersion: monitoring.coreos.com/' "$manifest" || core+=("$manifest")
+    grep -q '^apiVersion: "\?monitoring.coreos.com/' "$manifest" || core+=("$manifest")
 done
 "$venv/bin/kubernetes-validate" -k 1.37.0 --strict --quiet "${core[@]}" ||
     { echo "kubernetes: a manifest does not fit the Kubernetes schemas" >&2; exit 1; }
