@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# A sliced exporter in a hashmod-sharded Prometheus fleet, with the shipped files: one exporter
+# polling 20,000 assets with metrics.shards = 4; two Prometheus servers, each keeping half of the
+# four slice targets by hashmod (deploy/prometheus/fleet/scrape-slices.yml) and evaluating
+# alerts-servers.yml; a third federating from both (federate.yml) and evaluating
+# alerts-global.yml. Through the third: every asset counted once, the four slices seen. A low
+# Sender Score fires ReputationSenderScoreLow on the server that holds its asset's slice and on
+# no other; a slice that stops being scraped fires ReputationShardsMissing on the global view.
+# Intervals and `for:` durations are shortened; everything listens on 127.0.0.1.
+#
+# Usage: tests/e2e/fleet.sh [path/to/reputation-exporter] [ASSETS]
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+exporter_bin=$(realpath "${1:-target/debug/reputation-exporter}")
+assets=${2:-20000}
+e2e_name=fleet
+# shellcheck source=tests/e2e/lib.sh
+. tests/e2e/lib.sh
+
+simulated api_url "$exporter_bin" "$assets"
+exporter_port=$(free_port)
+REPUTATION_EXPORTER_API__BASE_URL=$api_url REPUTATION_EXPORTER_API__TOKEN=demo-token \
+    REPUTATION_EXPORTER_METRICS__SHARDS=4 REPUTATION_EXPORTER_POLL__INTERVAL=1m \
+    "$exporter_bin" --web.listen-address="127.0.0.1:$exporter_port" >"$work/exporter.log" 2>&1 &
+pids+=($!)
+
+# `query PORT EXPR`: the value of an instant query's first result, empty when none.
+query() {
+    curl -sfG "http://127.0.0.1:$1/api/v1/query" --data-urlencode "query=$2" |
+        python3 -c 'import json,sys; r=json.load(sys.stdin)["data"]["result"]; print(r[0]["value"][1] if r else "")'
+}
+# `wait_for WHAT SECONDS COMMAND...`: until COMMAND (run again each time) succeeds.
+wait_for() {
+    local what=$1 deadline=$((SECONDS + $2))
+    shift 2
+    until "$@"; do
+        [ "$SECONDS" -lt "$deadline" ] || fail "$what: not within the deadline"
+        sleep 1
+    done
+}
+# Shipped rules with `for:` shortened to 10s.
+shorten() { sed -E 's/^( +for: )"[^"]+"/\1"10s"/' "$1"; }
+shorten deploy/prometheus/fleet/alerts-servers.yml >"$work/alerts-servers.yml"
+shorten deploy/prometheus/fleet/alerts-global.yml >"$work/alerts-global.yml"
+
+# `start NAME PORT CONFIG RULES`: a Prometheus with the scrape configuration CONFIG.
+start() {
+    local name=$1 port=$2
+    printf 'global:\n  scrape_interval: 5s\n  evaluation_interval: 5s\nrule_files: ["%s"]\n' "$4" \
+        >"$work/$name.yml"
+    sed -n '/^scrape_configs:/,$p' "$3" >>"$work/$name.yml"
+    promtool check config "$work/$name.yml" >/dev/null || fail "the $name configuration is invalid"
+    # Federated samples are never marked stale (they carry timestamps): a look-back of 30s
+    # instead of 5m lets the global view see a slice go within the test's time.
+    prometheus --config.file="$work/$name.yml" --storage.tsdb.path="$work/$name-data" \
+        --web.listen-address="127.0.0.1:$port" --web.enable-lifecycle --query.lookback-delta=30s \
+        >"$work/$name.log" 2>&1 &
+    pids+=($!)
+}
+
+# The two servers: the shipped job, the exporter's address, intervals shortened; server 1 keeps
+# the hash 1.
+ports=("$(free_port)" "$(free_port)")
+for server in 0 1; do
+    sed -e "s#reputation-exporter:9525#127.0.0.1:$exporter_port#" \
+        -e 's/scrape_interval: 1m/scrape_interval: 5s/' -e 's/scrape_timeout: 30s/scrape_timeout: 5s/' \
+        -e "s/regex: \"0\"/regex: \"$server\"/" \
+        deploy/prometheus/fleet/scrape-slices.yml >"$work/scrape-$server.yml"
+    start "server-$server" "${ports[$server]}" "$work/scrape-$server.yml" "$work/alerts-servers.yml"
+done
+global_port=$(free_port)
+sed -e "s#prometheus-0:9090#127.0.0.1:${ports[0]}#" -e "s#prometheus-1:9090#127.0.0.1:${ports[1]}#" \
+    -e 's/scrape_interval: 1m/scrape_interval: 5s/' -e 's/scrape_timeout: 50s/scrape_timeout: 5s/' \
+    deploy/prometheus/fleet/federate.yml >"$work/federate.yml"
+start global "$global_port" "$work/federate.yml" "$work/alerts-global.yml"
+
+# Each server scrapes two of the four slices, and the global view counts every asset once.
+scraping() { test "$(query "${ports[$1]}" 'count(up{job="reputation"} == 1)')" = 2; }
+for server in 0 1; do
+    wait_for "server $server scraping two slices" 120 scraping "$server"
+done
+count_assets() { test "$(query "$global_port" 'count(reputation_asset_info)')" = "$assets"; }
+wait_for "the global view counting $assets assets" 180 count_assets
+slices=$(query "$global_port" 'count(count by (shard) (reputation_exporter_shards{job="reputation"}))')
+[ "$slices" = 4 ] || fail "the global view sees $slices slices, not 4"
+held=$(query "${ports[0]}" 'count(reputation_asset_info)')
+echo "fleet: server 0 holds $held assets, server 1 $((assets - held)); the global view counts $assets, in 4 slices"
+assets_sum=$(query "$global_port" 'sum(reputation_assets{job="reputation"})')
+[ "$assets_sum" = "$assets" ] || fail "reputation_assets over the slices adds up to $assets_sum"
+
+# A low score, and the server whose slice holds it.
+read -r kind asset < <(curl -sfG "http://127.0.0.1:$global_port/api/v1/query" \
+    --data-urlencode 'query=bottomk(1, reputation_senderscore{job="reputation"} < 70)' |
+    python3 -c 'import json,sys; m=json.load(sys.stdin)["data"]["result"][0]["metric"]; print(m["kind"], m["asset"])')
+[ -n "${asset:-}" ] || fail "no asset below 70 in the fleet"
+read -r slice holder < <(python3 - "$kind" "$asset" <<'PY'
+import hashlib, sys
+h = 0xcbf29ce484222325
+for b in f"{sys.argv[1]}/{sys.argv[2]}".encode():
+    h = ((h ^ b) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+slice = h % 4
+# Prometheus' hashmod: the last 8 bytes of the MD5 of the value, big-endian, modulo.
+server = int.from_bytes(hashlib.md5(str(slice).encode()).digest()[8:], "big") % 2
+print(slice, server)
+PY
+)
+other=$((1 - holder))
+firing="ALERTS{alertname=\"ReputationSenderScoreLow\",alertstate=\"firing\",asset=\"$asset\"}"
+alert_on() { test "$(query "${ports[$1]}" "$firing")" = 1; }
+wait_for "ReputationSenderScoreLow for $asset on server $holder" 120 alert_on "$holder"
+[ -z "$(query "${ports[$other]}" "$firing")" ] || fail "server $other fired for $asset too"
+echo "fleet: $kind $asset (slice $slice) fires ReputationSenderScoreLow on server $holder, not on server $other"
+quiet=$(query "$global_port" 'count(ALERTS{alertname=~"ReputationShardsMissing|ReputationShardingMismatch"})')
+[ -z "$quiet" ] || fail "a fleet alert fires on a complete fleet"
+
+# Server 1 stops scraping one of its slices: the global view misses it.
+dropped=$(curl -sfG "http://127.0.0.1:${ports[1]}/api/v1/query" --data-urlencode 'query=up{job="reputation"}' |
+    python3 -c 'import json,sys; print(sorted(r["metric"]["shard"] for r in json.load(sys.stdin)["data"]["result"])[0])')
+printf '      - source_labels: [shard]\n        regex: "%s"\n        action: drop\n' "$dropped" >>"$work/server-1.yml"
+promtool check config "$work/server-1.yml" >/dev/null || fail "the changed server 1 configuration is invalid"
+curl -sf -X POST "http://127.0.0.1:${ports[1]}/-/reload" || fail "server 1 did not reload"
+missing() { test "$(query "$global_port" 'ALERTS{alertname="ReputationShardsMissing",alertstate="firing"}')" = 1; }
+wait_for "ReputationShardsMissing on the global view" 120 missing
+seen=$(query "$global_port" 'count(reputation_exporter_shards{job="reputation"})')
+echo "fleet: slice $dropped no longer scraped: ReputationShardsMissing fires on the global view ($seen of 4 slices)"
+echo "fleet: passed"
