@@ -161,7 +161,9 @@ impl Default for ApiSettings {
             token: None,
             token_file: None,
             timeout: Duration::from_secs(30),
-            max_body_bytes: 256 * 1024 * 1024,
+            // A million-asset list is some 600 MB; a list is decoded as it arrives, never held,
+            // so this only bounds an endless body.
+            max_body_bytes: 2 * 1024 * 1024 * 1024,
         }
     }
 }

@@ -48,6 +48,8 @@ pub enum Fault {
     Delay(Duration),
     /// Answer `302 Found` with this `Location`.
     Redirect(String),
+    /// Answer 200, send this start of a body, then nothing more while the connection lasts.
+    Stall(String),
 }
 
 /// A handle on a running (or ready to run) simulated API; clones share the same state.
@@ -339,6 +341,17 @@ impl SimulatedApi {
                 Fault::Redirect(location) => Decision::Answer(
                     (StatusCode::FOUND, [(header::LOCATION, location)]).into_response(),
                 ),
+                Fault::Stall(start) => {
+                    use futures_util::StreamExt as _;
+                    let first = futures_util::stream::once(async move {
+                        Ok::<_, std::convert::Infallible>(bytes::Bytes::from(start))
+                    });
+                    let body =
+                        axum::body::Body::from_stream(first.chain(futures_util::stream::pending()));
+                    Decision::Answer(
+                        ([(header::CONTENT_TYPE, "application/json")], body).into_response(),
+                    )
+                }
             };
         }
         if let Some(status) = sim.outages.get(path) {

@@ -5,7 +5,8 @@
 
 use std::collections::HashSet;
 
-use crate::upstream::dto::{self, DecodeError, Loose, NamedItem, Rejected};
+use crate::upstream::BodyDecoder;
+use crate::upstream::dto::{self, Convert, DecodeError, ListDecoder, Loose, NamedItem, Rejected};
 use crate::vocabulary::{Kind, SndsColour, Unrecognized};
 
 /// One monitored IP address or domain, with every value already mapped to a sample or none.
@@ -249,24 +250,60 @@ impl DecodedAssets {
 }
 
 impl AssetSet {
-    /// Decodes `ip-list` or `domain-list` and maps each item as soon as it is decoded; the
-    /// caller decides with [`DecodedAssets::refusal`] whether the result may stand for the
-    /// fleet, after counting what was rejected.
+    /// Decodes a whole `ip-list` or `domain-list` body (see [`AssetSet::decoder`]).
     pub fn decode(
         body: &[u8],
         kind: Kind,
         max_labels: usize,
     ) -> Result<DecodedAssets, DecodeError> {
-        let name_field = kind.name_field();
-        let mut unrecognized = Vec::new();
-        let list = dto::decode_list_with(body, name_field, |item| {
-            Asset::from_item(kind, item, max_labels, &mut unrecognized)
-        })?;
+        let mut decoder = AssetSet::decoder(kind, max_labels);
+        decoder.feed(body)?;
+        decoder.finish()
+    }
+
+    /// Decodes `ip-list` or `domain-list` as its bytes arrive and maps each item as soon as it
+    /// is decoded; the caller decides with [`DecodedAssets::refusal`] whether the result may
+    /// stand for the fleet, after counting what was rejected.
+    pub fn decoder(kind: Kind, max_labels: usize) -> AssetDecoder {
+        let to_asset = ToAsset {
+            kind,
+            max_labels,
+            unrecognized: Vec::new(),
+        };
+        AssetDecoder(ListDecoder::new(kind.name_field(), to_asset))
+    }
+}
+
+/// A list's items mapped to assets, and the values that could not be mapped.
+struct ToAsset {
+    kind: Kind,
+    max_labels: usize,
+    unrecognized: Vec<Unrecognized>,
+}
+
+impl Convert<Asset> for ToAsset {
+    fn convert(&mut self, item: NamedItem) -> Asset {
+        Asset::from_item(self.kind, item, self.max_labels, &mut self.unrecognized)
+    }
+}
+
+/// `ip-list` or `domain-list` decoded as it arrives ([`AssetSet::decoder`]).
+pub struct AssetDecoder(ListDecoder<'static, ToAsset, Asset>);
+
+impl BodyDecoder for AssetDecoder {
+    type Output = DecodedAssets;
+
+    fn feed(&mut self, chunk: &[u8]) -> Result<(), DecodeError> {
+        self.0.feed(chunk)
+    }
+
+    fn finish(self) -> Result<DecodedAssets, DecodeError> {
+        let (list, to_asset) = self.0.finish_with()?;
         Ok(DecodedAssets {
             set: AssetSet { assets: list.items },
             rejected: list.rejected,
             duplicates: list.duplicates,
-            unrecognized,
+            unrecognized: to_asset.unrecognized,
         })
     }
 }

@@ -14,11 +14,11 @@ use tokio::time::Instant;
 use tracing::{debug, error, info, warn};
 
 use crate::health::{Failure, Health};
-use crate::model::{AssetSet, DecodedAssets};
+use crate::model::{AssetDecoder, AssetSet, DecodedAssets};
 use crate::store::Store;
 use crate::telemetry::Telemetry;
 use crate::upstream::dto::{self, DecodeError, Rejected, SystemStatus, User};
-use crate::upstream::{Client, FetchError};
+use crate::upstream::{BodyDecoder, Client, FetchError};
 use crate::vocabulary::{Endpoint, Kind, Unrecognized};
 
 pub mod reports;
@@ -400,20 +400,40 @@ pub async fn fetch_list(
     on_retry: impl FnMut(&FetchError, Duration),
 ) -> Result<DecodedAssets, FetchError> {
     let endpoint = Endpoint::list(kind);
-    let decode = |body: &[u8]| {
-        let decoded = AssetSet::decode(body, kind, max_labels)?;
+    let decoder = || ListBody {
+        assets: AssetSet::decoder(kind, max_labels),
+        telemetry,
+    };
+    client
+        .call_streaming(endpoint, endpoint.path(), deadline, decoder, on_retry)
+        .await
+}
+
+/// A list's body decoded as it arrives, with the refusal rule at its end.
+struct ListBody<'t> {
+    assets: AssetDecoder,
+    telemetry: &'t Telemetry,
+}
+
+impl BodyDecoder for ListBody<'_> {
+    type Output = DecodedAssets;
+
+    fn feed(&mut self, chunk: &[u8]) -> Result<(), DecodeError> {
+        self.assets.feed(chunk)
+    }
+
+    fn finish(self) -> Result<DecodedAssets, DecodeError> {
+        let decoded = self.assets.finish()?;
         match decoded.refusal() {
             None => Ok(decoded),
             Some(refused) => {
                 // Counted here: a refused list never reaches its caller.
-                telemetry.unrecognized(rejected_counts(&decoded.rejected));
+                self.telemetry
+                    .unrecognized(rejected_counts(&decoded.rejected));
                 Err(refused)
             }
         }
-    };
-    client
-        .call(endpoint, endpoint.path(), deadline, decode, on_retry)
-        .await
+    }
 }
 
 /// What one cycle achieved.

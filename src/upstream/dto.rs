@@ -13,6 +13,7 @@ use serde::de::DeserializeOwned;
 use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 
+use super::json_array::ArraySplitter;
 use crate::vocabulary::Unrecognized;
 
 /// A JSON value of a field whose type the API does not define.
@@ -397,90 +398,103 @@ pub struct NamedItem {
     pub item: ListItem,
 }
 
-/// Decodes `ip-list` (`name_field` = `ip`) or `domain-list` (`domain`) and hands each usable
-/// item to `convert` as soon as it is decoded, so that neither the raw elements nor the
-/// decoded items are all alive at once.
-///
-/// The body must be a JSON array; anything else fails the whole poll. Each element then decodes
-/// on its own, so one bad element costs only itself: invalid items are counted (the first few
-/// kept), and later duplicates of a name dropped.
+/// Decodes `ip-list` (`name_field` = `ip`) or `domain-list` (`domain`) from a whole body:
+/// [`ListDecoder`] fed at once.
 pub fn decode_list_with<T>(
     bytes: &[u8],
     name_field: &str,
     convert: impl FnMut(NamedItem) -> T,
 ) -> Result<DecodedList<T>, DecodeError> {
-    let mut de = serde_json::Deserializer::from_slice(bytes);
-    let mut track = serde_path_to_error::Track::new();
-    let seed = ListSeed {
-        name_field,
-        convert,
-        out: DecodedList {
-            items: Vec::new(),
-            rejected: Rejected::default(),
-            duplicates: 0,
-        },
-    };
-    let list = serde::de::DeserializeSeed::deserialize(
-        seed,
-        serde_path_to_error::Deserializer::new(&mut de, &mut track),
-    )
-    .map_err(|e| DecodeError::from_serde("$", serde_path_to_error::Error::new(track.path(), e)))?;
-    de.end().map_err(|e| DecodeError {
-        path: "$".into(),
-        message: e.to_string(),
-    })?;
-    Ok(list)
+    let mut decoder = ListDecoder::new(name_field, convert);
+    decoder.feed(bytes)?;
+    decoder.finish()
 }
 
-/// The state of [`decode_list_with`] while the array streams by.
+/// Decodes `ip-list` or `domain-list` as its bytes arrive and hands each usable item to
+/// `convert` as soon as it is decoded, so that neither the body nor the decoded items are ever
+/// all alive at once: only the element being read is buffered.
+///
+/// The body must be a JSON array; anything else (or JSON that is not valid) fails the whole
+/// poll. Each element then decodes on its own, so one bad element costs only itself: invalid
+/// items are counted (the first few kept), and later duplicates of a name dropped.
+pub struct ListDecoder<'n, F, T> {
+    splitter: ArraySplitter,
+    items: ListSeed<'n, F, T>,
+    /// Names seen so far: sized by the usable items as they come, never by the element count.
+    seen: HashSet<String>,
+}
+
+/// What a [`ListDecoder`] turns each usable item into: any `FnMut(NamedItem) -> T`, or a
+/// value of its own that the decoder hands back at the end ([`ListDecoder::finish_with`]).
+pub trait Convert<T> {
+    /// One usable item, as soon as it is decoded.
+    fn convert(&mut self, item: NamedItem) -> T;
+}
+
+impl<T, F: FnMut(NamedItem) -> T> Convert<T> for F {
+    fn convert(&mut self, item: NamedItem) -> T {
+        self(item)
+    }
+}
+
+impl<'n, F, T> ListDecoder<'n, F, T>
+where
+    F: Convert<T>,
+{
+    /// A decoder of the list whose names are in `name_field` (`ip` or `domain`).
+    pub fn new(name_field: &'n str, convert: F) -> Self {
+        ListDecoder {
+            splitter: ArraySplitter::default(),
+            items: ListSeed {
+                name_field,
+                convert,
+                out: DecodedList {
+                    items: Vec::new(),
+                    rejected: Rejected::default(),
+                    duplicates: 0,
+                },
+            },
+            seen: HashSet::new(),
+        }
+    }
+
+    /// Reads the next bytes of the body; an error fails the whole list.
+    pub fn feed(&mut self, chunk: &[u8]) -> Result<(), DecodeError> {
+        let (items, seen) = (&mut self.items, &mut self.seen);
+        self.splitter.feed(chunk, &mut |index, bytes| {
+            // The element's own syntax: JSON that is not valid fails the list, as a body that
+            // is not JSON would.
+            let element: &RawValue = serde_json::from_slice(bytes).map_err(|e| DecodeError {
+                path: format!("$[{index}]"),
+                message: e.to_string(),
+            })?;
+            items.item(index, element, seen);
+            Ok(())
+        })
+    }
+
+    /// The body has ended: the list, unless it was cut short.
+    pub fn finish(self) -> Result<DecodedList<T>, DecodeError> {
+        self.finish_with().map(|(list, _)| list)
+    }
+
+    /// As [`ListDecoder::finish`], with the converter back.
+    pub fn finish_with(self) -> Result<(DecodedList<T>, F), DecodeError> {
+        self.splitter.finish()?;
+        Ok((self.items.out, self.items.convert))
+    }
+}
+
+/// What [`ListDecoder`] makes of each element.
 struct ListSeed<'n, F, T> {
     name_field: &'n str,
     convert: F,
     out: DecodedList<T>,
 }
 
-impl<'de, F, T> serde::de::DeserializeSeed<'de> for ListSeed<'_, F, T>
-where
-    F: FnMut(NamedItem) -> T,
-{
-    type Value = DecodedList<T>;
-
-    fn deserialize<D: serde::Deserializer<'de>>(
-        self,
-        deserializer: D,
-    ) -> Result<Self::Value, D::Error> {
-        deserializer.deserialize_seq(self)
-    }
-}
-
-impl<'de, F, T> serde::de::Visitor<'de> for ListSeed<'_, F, T>
-where
-    F: FnMut(NamedItem) -> T,
-{
-    type Value = DecodedList<T>;
-
-    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("a JSON array of list items")
-    }
-
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(
-        mut self,
-        mut seq: A,
-    ) -> Result<Self::Value, A::Error> {
-        // Names seen so far: sized by the usable items as they come, never by the element count.
-        let mut seen = HashSet::new();
-        let mut index = 0usize;
-        while let Some(element) = seq.next_element::<&'de RawValue>()? {
-            self.item(index, element, &mut seen);
-            index += 1;
-        }
-        Ok(self.out)
-    }
-}
-
 impl<F, T> ListSeed<'_, F, T>
 where
-    F: FnMut(NamedItem) -> T,
+    F: Convert<T>,
 {
     fn item(&mut self, index: usize, element: &RawValue, seen: &mut HashSet<String>) {
         if !element.get().starts_with('{') {
@@ -526,7 +540,7 @@ where
         }
         self.out
             .items
-            .push((self.convert)(NamedItem { name, item }));
+            .push(self.convert.convert(NamedItem { name, item }));
     }
 }
 

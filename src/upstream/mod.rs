@@ -7,12 +7,13 @@
 pub mod auth;
 pub mod date;
 pub mod dto;
+mod json_array;
 pub mod retry;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use bytes::{Bytes, BytesMut};
+use bytes::BytesMut;
 use reqwest::header;
 use reqwest::{StatusCode, Url};
 
@@ -255,12 +256,31 @@ impl Client {
         decode: impl Fn(&[u8]) -> Result<T, DecodeError>,
         on_retry: impl FnMut(&FetchError, Duration),
     ) -> Result<T, FetchError> {
+        let whole = || Whole {
+            body: BytesMut::new(),
+            limit: self.max_body_bytes,
+            decode: &decode,
+        };
+        self.call_streaming(endpoint, path, deadline, whole, on_retry)
+            .await
+    }
+
+    /// As [`Client::call`], decoding the body as it arrives with a decoder from `decoder`
+    /// (a new one for each attempt): a list is never held whole.
+    pub async fn call_streaming<D: BodyDecoder>(
+        &self,
+        endpoint: Endpoint,
+        path: &str,
+        deadline: tokio::time::Instant,
+        decoder: impl Fn() -> D,
+        on_retry: impl FnMut(&FetchError, Duration),
+    ) -> Result<D::Output, FetchError> {
         self.retry
             .run(
                 endpoint,
                 deadline,
                 &self.telemetry,
-                || self.get(endpoint, path, &decode),
+                || self.get(endpoint, path, decoder()),
                 on_retry,
             )
             .await
@@ -290,19 +310,17 @@ impl Client {
     /// GETs one endpoint once and decodes its body, counting the request under the status it
     /// got, or `decode` when the body was unusable, or `timeout` / `connect` when there was no
     /// answer.
-    async fn get<T>(
+    async fn get<D: BodyDecoder>(
         &self,
         endpoint: Endpoint,
         path: &str,
-        decode: impl FnOnce(&[u8]) -> Result<T, DecodeError>,
-    ) -> Result<T, FetchError> {
+        decoder: D,
+    ) -> Result<D::Output, FetchError> {
         let started = Instant::now();
-        let result = self.fetch(path).await;
+        let result = self.fetch(path, decoder).await;
         let (code, result) = match result {
-            Ok(body) => match decode(&body) {
-                Ok(value) => (Code::Status(200), Ok(value)),
-                Err(e) => (Code::Decode, Err(FetchError::Decode(e))),
-            },
+            Ok(Ok(value)) => (Code::Status(200), Ok(value)),
+            Ok(Err(e)) => (Code::Decode, Err(FetchError::Decode(e))),
             Err(e) => (e.failure().code(), Err(e)),
         };
         self.telemetry.request(endpoint, code, started.elapsed());
@@ -315,7 +333,13 @@ impl Client {
         result
     }
 
-    async fn fetch(&self, path: &str) -> Result<Bytes, FetchError> {
+    /// One request, its body fed to `decoder` as it arrives: the decoded value (or why the
+    /// body could not be decoded), or why there was no usable answer.
+    async fn fetch<D: BodyDecoder>(
+        &self,
+        path: &str,
+        mut decoder: D,
+    ) -> Result<Result<D::Output, DecodeError>, FetchError> {
         let url = self.url(path);
         let mut response = match &self.in_process {
             Some(service) => self.send_in_process(service, &url).await?,
@@ -343,29 +367,27 @@ impl Client {
                 retry_after,
             });
         }
-        if response
-            .content_length()
-            .is_some_and(|len| len > self.max_body_bytes)
-        {
-            return Err(FetchError::TooLarge(self.max_body_bytes));
+        if let Some(length) = response.content_length() {
+            if length > self.max_body_bytes {
+                return Err(FetchError::TooLarge(self.max_body_bytes));
+            }
+            decoder.expect(length);
         }
-        let mut body = BytesMut::with_capacity(
-            response
-                .content_length()
-                .unwrap_or(64 * 1024)
-                .min(self.max_body_bytes) as usize,
-        );
+        let mut read = 0u64;
         while let Some(chunk) = response
             .chunk()
             .await
             .map_err(|e| self.transport_error(e))?
         {
-            if (body.len() + chunk.len()) as u64 > self.max_body_bytes {
+            read += chunk.len() as u64;
+            if read > self.max_body_bytes {
                 return Err(FetchError::TooLarge(self.max_body_bytes));
             }
-            body.extend_from_slice(&chunk);
+            if let Err(e) = decoder.feed(&chunk) {
+                return Ok(Err(e));
+            }
         }
-        Ok(body.freeze())
+        Ok(decoder.finish())
     }
 
     /// One request answered by `service`, within `api.timeout` of Tokio's clock.
@@ -500,6 +522,44 @@ pub fn asset_path(name: &str) -> Option<String> {
         }
     }
     Some(out)
+}
+
+/// A body decoded as its bytes arrive.
+pub trait BodyDecoder {
+    /// What the body decodes to.
+    type Output;
+    /// The length the answer announces, before the first bytes.
+    fn expect(&mut self, _length: u64) {}
+    /// The next bytes; an error stops the reading and fails the request as `decode`.
+    fn feed(&mut self, chunk: &[u8]) -> Result<(), DecodeError>;
+    /// The body has ended.
+    fn finish(self) -> Result<Self::Output, DecodeError>;
+}
+
+/// A body collected whole, then decoded at once: the small answers (a report, the user, the
+/// system status).
+struct Whole<F> {
+    body: BytesMut,
+    limit: u64,
+    decode: F,
+}
+
+impl<T, F: FnOnce(&[u8]) -> Result<T, DecodeError>> BodyDecoder for Whole<F> {
+    type Output = T;
+
+    fn expect(&mut self, length: u64) {
+        self.body
+            .reserve(usize::try_from(length.min(self.limit)).unwrap_or(0));
+    }
+
+    fn feed(&mut self, chunk: &[u8]) -> Result<(), DecodeError> {
+        self.body.extend_from_slice(chunk);
+        Ok(())
+    }
+
+    fn finish(self) -> Result<T, DecodeError> {
+        (self.decode)(&self.body)
+    }
 }
 
 /// Installs ring as rustls' provider: reqwest is built without a default one (ring instead of

@@ -426,6 +426,32 @@ async fn a_wrong_type_in_one_item_skips_that_item_only() {
     );
 }
 
+/// A list is read as it arrives: a body that is no array fails as soon as its first bytes say
+/// so, not when the body ends or the request times out (the body here never ends).
+#[tokio::test]
+async fn a_list_that_is_no_array_fails_at_its_first_bytes_however_long_the_rest() {
+    let (app, body) = after_one_bad_ip_list(
+        Fault::Stall(r#"{"error": "upstream exploded", "detail": "#.into()),
+        |s| s.api.timeout = crate::helpers::duration("1h"),
+    )
+    .await;
+    assert_eq!(
+        sample(
+            &body,
+            r#"reputation_api_requests_total{endpoint="ip-list",code="timeout"}"#
+        ),
+        None
+    );
+    assert!(
+        app.logs().contains(
+            r#"expected a JSON array of list items, found `{\"error\": \"upstream exploded\""#
+        ),
+        "{}",
+        app.logs()
+    );
+    app.metrics_when("recovery", up).await;
+}
+
 #[tokio::test]
 async fn a_body_over_max_body_bytes_fails_that_list_only() {
     let app = spawn_app_with(Options {

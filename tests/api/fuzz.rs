@@ -216,6 +216,49 @@ proptest! {
     fn any_list_body_decodes_or_fails_cleanly(body in proptest::collection::vec(any::<u8>(), 0..200)) {
         let _ = dto::decode_list_with(&body, "ip", |item| item);
     }
+
+    /// A list is decoded as its bytes arrive: however the body is cut into chunks (as the
+    /// network delivers it), the result is the one the whole body gives, items, rejections
+    /// and errors alike.
+    #[test]
+    fn a_list_decodes_the_same_whatever_the_chunks(
+        items in proptest::collection::vec(prop_oneof![item("ip"), loose()], 0..6),
+        cuts in proptest::collection::vec(1usize..40, 1..20),
+        damage in proptest::option::of((0usize..400, any::<u8>())),
+    ) {
+        let mut body = serde_json::to_vec_pretty(&Value::from(items)).unwrap();
+        if let Some((at, byte)) = damage {
+            let at = at % (body.len() + 1);
+            body.insert(at, byte);
+        }
+        let summary = |list: Result<dto::DecodedList, dto::DecodeError>| match list {
+            Ok(list) => Ok((
+                list.items.iter().map(|i| i.name.clone()).collect::<Vec<_>>(),
+                list.rejected,
+                list.duplicates,
+            )),
+            Err(e) => Err(e.path),
+        };
+        let whole = summary(dto::decode_list_with(&body, "ip", |item| item));
+        // serde_json, reading the whole body as an array of raw values, agrees on whether it
+        // is a JSON array at all.
+        let array = serde_json::from_slice::<Vec<Box<serde_json::value::RawValue>>>(&body);
+        prop_assert_eq!(whole.is_ok(), array.is_ok(), "{:?}", array.err());
+        let mut decoder = dto::ListDecoder::new("ip", |item| item);
+        let mut rest = body.as_slice();
+        let mut cut = cuts.iter().cycle();
+        let mut failed = None;
+        while !rest.is_empty() && failed.is_none() {
+            let (chunk, later) = rest.split_at((*cut.next().unwrap()).min(rest.len()));
+            failed = decoder.feed(chunk).err();
+            rest = later;
+        }
+        let chunked = summary(match failed {
+            Some(e) => Err(e),
+            None => decoder.finish(),
+        });
+        prop_assert_eq!(chunked, whole);
+    }
 }
 
 /// The same generator, checked once by the reference parsers of Python's prometheus_client.

@@ -29,7 +29,7 @@ const REMOTE: &[(&str, &str)] = &[
 fn defaults_match_the_design() {
     let config = load(&Cli::default(), REMOTE).unwrap();
     assert_eq!(config.accounts[0].timeout, Duration::from_secs(30));
-    assert_eq!(config.accounts[0].max_body_bytes, 268_435_456);
+    assert_eq!(config.accounts[0].max_body_bytes, 2_147_483_648);
     assert_eq!(config.accounts[0].poll_interval, Duration::from_secs(300));
     assert_eq!(config.accounts[0].max_age, Duration::from_secs(3600));
     assert_eq!(
