@@ -45,6 +45,11 @@ impl Default for ArraySplitter {
     }
 }
 
+/// The bytes that open or close something, or separate elements.
+fn is_structural(byte: u8) -> bool {
+    matches!(byte, b'"' | b'{' | b'}' | b'[' | b']' | b',')
+}
+
 fn is_space(byte: u8) -> bool {
     matches!(byte, b' ' | b'\t' | b'\n' | b'\r')
 }
@@ -111,6 +116,15 @@ impl ArraySplitter {
                     } else {
                         match byte {
                             b'"' => self.in_string = true,
+                            // Numbers, literals, white space, `:`: skip to the next byte that
+                            // matters in one step.
+                            byte if !is_structural(byte) => {
+                                match chunk[i + 1..].iter().position(|b| is_structural(*b)) {
+                                    Some(skip) => i += 1 + skip,
+                                    None => i = chunk.len(),
+                                }
+                                continue;
+                            }
                             b'{' | b'[' => self.depth += 1,
                             b'}' | b']' if self.depth > 0 => self.depth -= 1,
                             b',' | b']' if self.depth == 0 => {
