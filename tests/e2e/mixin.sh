@@ -17,7 +17,7 @@ jsonnetfmt --test "${sources[@]}" || fail "not formatted as jsonnetfmt formats i
 
 # render DIR [CONFIG]: the deploy files of the mixin with CONFIG merged into _config.
 render() {
-    mkdir -p "$1"/{prometheus,grafana,kubernetes}
+    mkdir -p "$1"/{prometheus/fleet,grafana,kubernetes}
     jsonnet -S -m "$1" --tla-code "config=${2:-{\}}" mixin/render.jsonnet >/dev/null
 }
 # as_json DIR FIELD [CONFIG]: one field of the mixin as JSON, for the lint.
@@ -29,7 +29,8 @@ render "$work/default"
 floor=$(jsonnet -e "(import 'mixin/mixin.libsonnet')._config.senderScoreFloor")
 landing=$(sed -n 's/^pub const LOW_SCORE: f64 = \([0-9]*\)\.0;$/\1/p' src/snapshot.rs)
 [ "$floor" = "$landing" ] || fail "the landing page counts scores under $landing as low, the alert under $floor"
-for file in prometheus/alerts.yml prometheus/rules.yml grafana/dashboard.json kubernetes/prometheusrule.yaml; do
+for file in prometheus/alerts.yml prometheus/rules.yml prometheus/fleet/alerts-servers.yml \
+    prometheus/fleet/alerts-global.yml grafana/dashboard.json kubernetes/prometheusrule.yaml; do
     diff -u "deploy/$file" "$work/default/$file" >"$work/drift.log" ||
         fail "deploy/$file differs from the mixin's rendering: run bash deploy/generate.sh"
 done
