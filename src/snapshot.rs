@@ -129,21 +129,27 @@ impl ListPart {
     /// As [`ListPart::new`], in `shards` slices (at least one).
     pub fn sliced(kind: Kind, mut set: AssetSet, shards: usize) -> ListPart {
         let shards = shards.max(1);
-        let mut ends = vec![set.assets.len(); shards];
+        let mut sizes = vec![set.assets.len()];
         if shards > 1 {
-            // Stable: the API's order holds within a slice.
-            set.assets
-                .sort_by_cached_key(|asset| slice_of(kind, &asset.name, shards));
-            for (slice, end) in ends.iter_mut().enumerate() {
-                *end = set
-                    .assets
-                    .partition_point(|asset| slice_of(kind, &asset.name, shards) <= slice);
+            // Each asset hashed once, then grouped by slice in the API's order (a stable
+            // bucket pass, no sort).
+            let slice: Vec<usize> = set
+                .assets
+                .iter()
+                .map(|asset| slice_of(kind, &asset.name, shards))
+                .collect();
+            let mut buckets: Vec<Vec<Asset>> = vec![Vec::new(); shards];
+            for (asset, slice) in set.assets.into_iter().zip(slice) {
+                buckets[slice].push(asset);
             }
+            sizes = buckets.iter().map(Vec::len).collect();
+            set.assets = buckets.into_iter().flatten().collect();
         }
         let mut start = 0;
-        let slices = ends
+        let slices = sizes
             .into_iter()
-            .map(|end| {
+            .map(|size| {
+                let end = start + size;
                 let slice = ListSlice {
                     names: start..end,
                     samples: assets::render_list(&set.assets[start..end]),

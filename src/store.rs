@@ -23,6 +23,8 @@ pub struct Store {
     /// A std mutex held while a snapshot is built (CPU work, run off the async threads), so
     /// that two lists arriving together publish in order and neither update is lost.
     parts: Mutex<Parts>,
+    /// `metrics.shards`: the slices every list and snapshot is rendered in.
+    shards: usize,
     snapshots: watch::Sender<Arc<Snapshot>>,
     /// How many list poll cycles have ended, successful or not.
     cycles: watch::Sender<u64>,
@@ -32,8 +34,6 @@ pub struct Store {
 struct Parts {
     /// `metrics.max_age`: how long a list outlives a failing endpoint.
     max_age: Duration,
-    /// `metrics.shards`: the slices every list and snapshot is rendered in.
-    shards: usize,
     /// How long a report is kept: one report interval (it is refreshed once per round) plus
     /// `metrics.max_age`, so that a round on schedule never lets a report expire first.
     report_max_age: Duration,
@@ -61,10 +61,10 @@ impl Store {
         Arc::new(Store {
             parts: Mutex::new(Parts {
                 max_age,
-                shards,
                 report_max_age,
                 ..Parts::default()
             }),
+            shards,
             snapshots,
             cycles: watch::channel(0).0,
         })
@@ -103,8 +103,7 @@ impl Store {
     /// the other list's samples are shared with the snapshot served until now.
     pub fn replace(&self, kind: Kind, set: AssetSet, fetched: Instant) {
         // Rendered before taking the lock: the other list may publish meanwhile.
-        let shards = self.parts().shards;
-        let list = Arc::new(ListPart::sliced(kind, set, shards));
+        let list = Arc::new(ListPart::sliced(kind, set, self.shards));
         let mut parts = self.parts();
         let part = Some(Part { list, fetched });
         match kind {
@@ -224,7 +223,7 @@ impl Store {
             parts.domains.as_ref().map(|p| p.list.clone()),
             (!parts.reports.is_empty()).then(|| parts.reports.clone()),
             parts.ready,
-            parts.shards,
+            self.shards,
         );
         let snapshot = Arc::new(snapshot);
         tracing::debug!(

@@ -218,7 +218,12 @@ impl fmt::Debug for Secret {
 /// FNV-1a, 64 bits: stable across platforms and releases, so that replicas agree on the
 /// split of `asset_reports.shard` and scrapers on the slices of `metrics.shards`.
 pub fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
+    fnv1a_more(0xcbf2_9ce4_8422_2325, bytes)
+}
+
+/// FNV-1a of what `hash` was computed over followed by `bytes`.
+fn fnv1a_more(hash: u64, bytes: &[u8]) -> u64 {
+    bytes.iter().fold(hash, |hash, byte| {
         (hash ^ u64::from(*byte)).wrapping_mul(0x0000_0100_0000_01b3)
     })
 }
@@ -227,12 +232,10 @@ pub fn fnv1a(bytes: &[u8]) -> u64 {
 /// (64 bits) of `KIND/NAME` (`ip/192.0.2.1`, `domain/example.com`) modulo `shards`. Every series
 /// of one asset is in its slice; the rule never changes between versions.
 pub fn slice_of(kind: Kind, name: &str, shards: usize) -> usize {
-    let mut key = Vec::with_capacity(kind.label().len() + 1 + name.len());
-    key.extend_from_slice(kind.label().as_bytes());
-    key.push(b'/');
-    key.extend_from_slice(name.as_bytes());
+    // Hashed piece by piece: no key is built per asset.
+    let hash = fnv1a_more(fnv1a(kind.label().as_bytes()), b"/");
     // usize is at most 64 bits on every supported platform.
-    (fnv1a(&key) % shards.max(1) as u64) as usize
+    (fnv1a_more(hash, name.as_bytes()) % shards.max(1) as u64) as usize
 }
 
 /// A duration as the configuration and the flags write it: `500ms`, `30s`, `5m`, `1h`, `90d`

@@ -1,8 +1,6 @@
 //! What an operator reads when the configuration points at the wrong place: each message names
 //! what is wrong, the key that sets it (the account's own), and what to check.
 
-use std::sync::Arc;
-
 use reputation_exporter::demo::SimulatedApi;
 
 use crate::helpers::{Options, spawn_accounts, spawn_app_with};
@@ -111,18 +109,7 @@ async fn a_self_signed_api_certificate_is_said_to_be_untrusted() {
 /// A TLS server on 127.0.0.1 with a self-signed certificate for localhost, which completes no
 /// handshake with a client that checks certificates; it serves until the test's runtime ends.
 async fn self_signed_server() -> std::net::SocketAddr {
-    let issued = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
-    let key =
-        rustls_pki_types::PrivateKeyDer::try_from(issued.signing_key.serialize_der()).unwrap();
-    let config = rustls::ServerConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .unwrap()
-    .with_no_client_auth()
-    .with_single_cert(vec![issued.cert.der().clone()], key)
-    .unwrap();
-    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let (acceptor, _) = crate::helpers::self_signed_tls();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
     tokio::spawn(async move {

@@ -58,18 +58,7 @@ impl Receiver {
     /// Serves over TLS with a self-signed certificate for localhost; returns the URL and the
     /// certificate (PEM), the CA a client must be given.
     async fn spawn_tls(&self) -> (String, String) {
-        let issued = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
-        let key =
-            rustls_pki_types::PrivateKeyDer::try_from(issued.signing_key.serialize_der()).unwrap();
-        let config = rustls::ServerConfig::builder_with_provider(Arc::new(
-            rustls::crypto::ring::default_provider(),
-        ))
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(vec![issued.cert.der().clone()], key)
-        .unwrap();
-        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+        let (acceptor, ca) = crate::helpers::self_signed_tls();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
         let app = axum::Router::new()
@@ -89,10 +78,7 @@ impl Receiver {
                 });
             }
         });
-        (
-            format!("https://localhost:{port}/api/v1/write"),
-            issued.cert.pem(),
-        )
+        (format!("https://localhost:{port}/api/v1/write"), ca)
     }
 
     fn arrivals(&self) -> Vec<Arrival> {

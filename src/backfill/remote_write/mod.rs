@@ -46,29 +46,47 @@ pub struct Sent {
     pub retries: u64,
 }
 
-/// What the receiver has taken so far, for the progress line while the run goes on.
+/// What the receiver has taken so far: counted by the delivery as it goes, read by the progress
+/// line meanwhile and by the summary at the end.
 #[derive(Debug, Default)]
 pub struct Taken {
-    samples: AtomicU64,
     requests: AtomicU64,
+    samples: AtomicU64,
+    bytes: AtomicU64,
     retries: AtomicU64,
 }
 
 impl Taken {
     /// `12000 samples sent in 6 requests, 0 retries`.
     pub fn describe(&self) -> String {
+        let sent = self.sent();
         format!(
             "{} samples sent in {} requests, {} retries",
-            self.samples.load(Ordering::Relaxed),
-            self.requests.load(Ordering::Relaxed),
-            self.retries.load(Ordering::Relaxed)
+            sent.samples, sent.requests, sent.retries
         )
     }
 
-    fn record(&self, sent: &Sent) {
-        self.samples.store(sent.samples, Ordering::Relaxed);
-        self.requests.store(sent.requests, Ordering::Relaxed);
-        self.retries.store(sent.retries, Ordering::Relaxed);
+    /// Everything taken so far.
+    pub fn sent(&self) -> Sent {
+        let load = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
+        Sent {
+            requests: load(&self.requests),
+            samples: load(&self.samples),
+            bytes: load(&self.bytes),
+            retries: load(&self.retries),
+        }
+    }
+
+    /// One request accepted: its samples and its compressed size.
+    fn accepted(&self, samples: u64, bytes: u64) {
+        self.requests.fetch_add(1, Ordering::Relaxed);
+        self.samples.fetch_add(samples, Ordering::Relaxed);
+        self.bytes.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    /// One attempt that failed and is tried again.
+    fn retried(&self) {
+        self.retries.fetch_add(1, Ordering::Relaxed);
     }
 }
 
@@ -215,49 +233,33 @@ async fn deliver(
     mut requests: mpsc::Receiver<proto::WriteRequest>,
     taken: Arc<Taken>,
 ) -> Result<Sent, RemoteWriteError> {
-    let mut sent = Sent::default();
+    let failed = |error| RemoteWriteError {
+        url: receiver.shown().to_owned(),
+        error,
+        sent: taken.sent(),
+    };
     while let Some(request) = requests.recv().await {
         let samples = batch::samples(&request) as u64;
         let body = snap::raw::Encoder::new()
             .compress_vec(&request.encode_to_vec())
             .map(bytes::Bytes::from)
-            .map_err(|e| RemoteWriteError {
-                url: receiver.shown().to_owned(),
-                error: SendError::Encode(e.to_string()),
-                sent,
-            })?;
+            .map_err(|e| failed(SendError::Encode(e.to_string())))?;
         drop(request);
-        let mut retries = 0;
         let deadline = Instant::now() + retry.max_elapsed;
-        let outcome = retry
+        retry
             .retry(
                 deadline,
                 || receiver.post(body.clone()),
                 |error: &SendError, delay: Duration| {
-                    retries += 1;
+                    taken.retried();
                     warn!(error = %error, delay = ?delay, "remote write: retrying a request");
                 },
             )
-            .await;
-        sent.retries += retries;
-        taken.record(&sent);
-        match outcome {
-            Ok(()) => {
-                sent.requests += 1;
-                sent.samples += samples;
-                sent.bytes += body.len() as u64;
-                taken.record(&sent);
-            }
-            Err(error) => {
-                return Err(RemoteWriteError {
-                    url: receiver.shown().to_owned(),
-                    error,
-                    sent,
-                });
-            }
-        }
+            .await
+            .map_err(failed)?;
+        taken.accepted(samples, body.len() as u64);
     }
-    Ok(sent)
+    Ok(taken.sent())
 }
 
 #[cfg(test)]
@@ -268,12 +270,10 @@ mod tests {
     fn the_progress_line_says_what_the_receiver_has_taken() {
         let taken = Taken::default();
         assert_eq!(taken.describe(), "0 samples sent in 0 requests, 0 retries");
-        taken.record(&Sent {
-            requests: 6,
-            samples: 12_000,
-            bytes: 40_000,
-            retries: 1,
-        });
+        for _ in 0..6 {
+            taken.accepted(2_000, 6_000);
+        }
+        taken.retried();
         assert_eq!(
             taken.describe(),
             "12000 samples sent in 6 requests, 1 retries"
