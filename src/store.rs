@@ -13,7 +13,7 @@ use tokio::time::Instant;
 use tracing::warn;
 
 use crate::exposition::Format;
-use crate::model::{AssetSet, Report, Reports};
+use crate::model::{Report, Reports};
 use crate::snapshot::{ListPart, Snapshot};
 use crate::vocabulary::Kind;
 
@@ -99,11 +99,18 @@ impl Store {
         self.parts.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Replaces one list's assets and publishes the new snapshot. Only this list is rendered;
-    /// the other list's samples are shared with the snapshot served until now.
-    pub fn replace(&self, kind: Kind, set: AssetSet, fetched: Instant) {
-        // Rendered before taking the lock: the other list may publish meanwhile.
-        let list = Arc::new(ListPart::sliced(kind, set, self.shards));
+    /// The slices every list must be rendered in ([`ListPart::sliced`], [`ListBuilder::new`]).
+    ///
+    /// [`ListBuilder::new`]: crate::snapshot::ListBuilder::new
+    pub fn shards(&self) -> usize {
+        self.shards
+    }
+
+    /// Replaces one list, rendered in [`Store::shards`] slices, and publishes the new
+    /// snapshot; the other list's samples are shared with the snapshot served until now.
+    pub fn replace(&self, kind: Kind, list: ListPart, fetched: Instant) {
+        assert_eq!(list.kind, kind, "a list replaces the list of its own kind");
+        let list = Arc::new(list);
         let mut parts = self.parts();
         let part = Some(Part { list, fetched });
         match kind {
@@ -252,15 +259,15 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::Asset;
+    use crate::model::{Asset, AssetSet};
     use crate::upstream::dto;
 
     #[test]
     fn a_list_older_than_max_age_is_dropped_and_the_other_kept() {
         let store = Store::new(Duration::from_secs(60), Duration::from_secs(60), 1);
         let start = Instant::now();
-        let set = |name: &str, kind| AssetSet {
-            assets: vec![Asset::from_item(
+        let set = |name: &str, kind| {
+            let assets = vec![Asset::from_item(
                 kind,
                 dto::NamedItem {
                     name: name.into(),
@@ -268,7 +275,8 @@ mod tests {
                 },
                 64,
                 &mut Vec::new(),
-            )],
+            )];
+            ListPart::new(kind, AssetSet { assets })
         };
         store.replace(Kind::Ip, set("192.0.2.1", Kind::Ip), start);
         store.replace(
@@ -325,9 +333,12 @@ mod tests {
         );
         store.replace(
             Kind::Ip,
-            AssetSet {
-                assets: vec![asset],
-            },
+            ListPart::new(
+                Kind::Ip,
+                AssetSet {
+                    assets: vec![asset],
+                },
+            ),
             start,
         );
         let report = Report {
@@ -356,7 +367,7 @@ mod tests {
         assert_eq!(store.current().reports.as_ref().unwrap().len(), 1);
         store.replace(
             Kind::Ip,
-            AssetSet { assets: Vec::new() },
+            ListPart::new(Kind::Ip, AssetSet { assets: Vec::new() }),
             start + Duration::from_secs(80),
         );
         store.expire(start + Duration::from_secs(90));

@@ -24,6 +24,7 @@ use crate::accounts::{self, AccountError, Upstreams};
 use crate::config::cli::BackfillArgs;
 use crate::config::{AccountConfig, Config};
 use crate::health::Health;
+use crate::model::AssetSet;
 use crate::poll::fetch_list;
 use crate::telemetry::Telemetry;
 use crate::upstream::dto::AssetReport;
@@ -362,12 +363,20 @@ async fn list(
 ) -> Result<Vec<String>, BackfillError> {
     let deadline = Instant::now() + account.retry.max_elapsed;
     let max_labels = account.max_labels;
-    let decoded = fetch_list(client, telemetry, kind, max_labels, deadline, |_, _| {})
-        .await
-        .map_err(|error| BackfillError::List {
-            endpoint: Endpoint::list(kind).label(),
-            error,
-        })?;
+    let decoded = fetch_list(
+        client,
+        telemetry,
+        kind,
+        max_labels,
+        AssetSet::default,
+        deadline,
+        |_, _| {},
+    )
+    .await
+    .map_err(|error| BackfillError::List {
+        endpoint: Endpoint::list(kind).label(),
+        error,
+    })?;
     Ok(decoded.set.assets.into_iter().map(|a| a.name).collect())
 }
 

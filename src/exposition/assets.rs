@@ -40,6 +40,8 @@ impl AssetFamily {
 /// Receives the samples of one family for one asset.
 pub struct Samples<'a> {
     writer: &'a mut SampleWriter,
+    /// The family's place in the writer.
+    index: usize,
     family: &'a AssetFamily,
     kind: &'a str,
     asset: &'a str,
@@ -51,7 +53,8 @@ impl Samples<'_> {
     fn value(&mut self, value: Option<f64>) {
         if let Some(value) = value {
             let labels = [("kind", self.kind), ("asset", self.asset)];
-            self.writer.sample(self.family.family.name, &labels, value);
+            let name = self.family.family.name;
+            self.writer.sample_in(self.index, name, &labels, value);
         }
     }
 
@@ -60,7 +63,8 @@ impl Samples<'_> {
     fn labelled(&mut self, label: &str, value: f64) {
         let name = (self.family.label).expect("a family with labelled samples names its label");
         let labels = [("kind", self.kind), ("asset", self.asset), (name, label)];
-        self.writer.sample(self.family.family.name, &labels, value);
+        let name = self.family.family.name;
+        self.writer.sample_in(self.index, name, &labels, value);
     }
 }
 
@@ -298,51 +302,81 @@ pub fn report_families() -> impl Iterator<Item = &'static AssetFamily> {
 }
 
 /// One list as the exposition reads it: its kind, its asset names in the order sent, and its
-/// samples as [`render_list`] wrote them.
+/// samples as a [`ListRenderer`] wrote them.
 #[derive(Debug, Clone, Copy)]
 pub struct ListSamples<'a> {
     /// IP addresses or domains.
     pub kind: Kind,
     /// Every asset's name.
     pub names: &'a [Box<str>],
-    /// One chunk per family of [`list_families`].
-    pub samples: &'a [Bytes],
+    /// The chunks of each family of [`list_families`].
+    pub samples: &'a [Vec<Bytes>],
 }
 
-/// The sample lines of one list's assets, one chunk per family of [`list_families`].
-pub fn render_list(assets: &[Asset]) -> Vec<Bytes> {
-    let mut writer = SampleWriter::default();
-    for family in &FAMILIES {
-        let Source::List(write) = family.source else {
-            continue;
-        };
-        writer.family();
-        for asset in assets {
+/// Renders a list's assets one after another, as they arrive: one buffer per family of
+/// [`list_families`], so that the families still follow one another in the body.
+#[derive(Debug)]
+pub struct ListRenderer {
+    writer: SampleWriter,
+}
+
+impl Default for ListRenderer {
+    fn default() -> Self {
+        ListRenderer {
+            writer: SampleWriter::with_families(list_families().count()),
+        }
+    }
+}
+
+impl ListRenderer {
+    /// Writes every sample of one asset.
+    pub fn push(&mut self, asset: &Asset) {
+        let kind = asset.kind.label();
+        for (index, family) in list_families().enumerate() {
+            let Source::List(write) = family.source else {
+                unreachable!("list_families gives list families only");
+            };
             let mut samples = Samples {
-                writer: &mut writer,
+                writer: &mut self.writer,
+                index,
                 family,
-                kind: asset.kind.label(),
+                kind,
                 asset: &asset.name,
             };
             write(asset, &mut samples);
         }
     }
-    writer.finish()
+
+    /// The chunks of each family of [`list_families`].
+    pub fn finish(self) -> Vec<Vec<Bytes>> {
+        self.writer.finish()
+    }
+}
+
+/// The sample lines of one list's assets, as a [`ListRenderer`] writes them.
+pub fn render_list(assets: &[Asset]) -> Vec<Vec<Bytes>> {
+    let mut renderer = ListRenderer::default();
+    for asset in assets {
+        renderer.push(asset);
+    }
+    renderer.finish()
 }
 
 /// The sample lines of the reports of one list's assets, one chunk per family of
 /// [`report_families`]. Only assets still in the list count: a report never outlives its asset.
-fn render_reports(list: &ListSamples<'_>, reports: &Reports) -> Vec<Bytes> {
+fn render_reports(list: &ListSamples<'_>, reports: &Reports) -> Vec<Vec<Bytes>> {
     let mut writer = SampleWriter::default();
     for family in &FAMILIES {
         let Source::Report(write) = family.source else {
             continue;
         };
         writer.family();
+        let index = writer.open_families() - 1;
         for name in list.names {
             if let Some(report) = reports.get(list.kind, name) {
                 let mut samples = Samples {
                     writer: &mut writer,
+                    index,
                     family,
                     kind: list.kind.label(),
                     asset: name,
@@ -367,20 +401,26 @@ pub fn families(
     lists: &[ListSamples<'_>],
     reports: Option<&Reports>,
 ) -> Vec<(&'static Family, Vec<Bytes>)> {
-    let chunk = |rendered: &[&[Bytes]], i: usize| -> Vec<Bytes> {
-        rendered.iter().filter_map(|r| r.get(i).cloned()).collect()
+    // Family `i`'s chunks of every list, one list after another.
+    let chunk = |rendered: &[&[Vec<Bytes>]], i: usize| -> Vec<Bytes> {
+        rendered
+            .iter()
+            .filter_map(|r| r.get(i))
+            .flatten()
+            .cloned()
+            .collect()
     };
-    let listed: Vec<&[Bytes]> = lists.iter().map(|list| list.samples).collect();
+    let listed: Vec<&[Vec<Bytes>]> = lists.iter().map(|list| list.samples).collect();
     let mut parts: Vec<(&Family, Vec<Bytes>)> = list_families()
         .enumerate()
         .map(|(i, f)| (&f.family, chunk(&listed, i)))
         .collect();
     if let Some(reports) = reports {
-        let rendered: Vec<Vec<Bytes>> = lists
+        let rendered: Vec<Vec<Vec<Bytes>>> = lists
             .iter()
             .map(|list| render_reports(list, reports))
             .collect();
-        let reported: Vec<&[Bytes]> = rendered.iter().map(Vec::as_slice).collect();
+        let reported: Vec<&[Vec<Bytes>]> = rendered.iter().map(Vec::as_slice).collect();
         parts.extend(
             report_families()
                 .enumerate()

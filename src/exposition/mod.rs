@@ -126,36 +126,76 @@ impl Family {
 }
 
 /// Writes the sample lines of several families, the same bytes for both formats: one buffer
-/// per family, so a large body never has to move to grow past a guessed size.
+/// per family, closed into a chunk whenever it passes [`SampleWriter::CHUNK`], so a large body
+/// never moves to grow and never holds more than one chunk's spare room per family.
 #[derive(Debug, Default)]
 pub struct SampleWriter {
-    families: Vec<Vec<u8>>,
+    families: Vec<FamilySamples>,
+}
+
+/// One family's samples: closed chunks, then the one being written.
+#[derive(Debug, Default)]
+struct FamilySamples {
+    closed: Vec<Bytes>,
+    open: Vec<u8>,
+}
+
+impl FamilySamples {
+    fn close(&mut self) {
+        let mut open = std::mem::take(&mut self.open);
+        if !open.is_empty() {
+            // The spare room would be held as long as the snapshot is.
+            open.shrink_to_fit();
+            self.closed.push(Bytes::from(open));
+        }
+    }
 }
 
 impl SampleWriter {
-    /// Opens the next family.
-    pub fn family(&mut self) {
-        self.families.push(Vec::new());
+    /// Bytes after which a family's buffer is closed into a chunk.
+    pub const CHUNK: usize = 1 << 20;
+
+    /// A writer with `n` families open, written to by index ([`SampleWriter::sample_in`]).
+    pub fn with_families(n: usize) -> Self {
+        SampleWriter {
+            families: (0..n).map(|_| FamilySamples::default()).collect(),
+        }
     }
 
-    /// Writes one sample line of the open family (opening one if none is).
+    /// Opens the next family.
+    pub fn family(&mut self) {
+        self.families.push(FamilySamples::default());
+    }
+
+    /// How many families are open.
+    pub fn open_families(&self) -> usize {
+        self.families.len()
+    }
+
+    /// Writes one sample line of the last family opened (opening one if none is).
     pub fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: f64) {
         if self.families.is_empty() {
             self.family();
         }
-        let last = self.families.len() - 1;
-        write_sample(&mut self.families[last], name, labels, value);
+        self.sample_in(self.families.len() - 1, name, labels, value);
     }
 
-    /// The samples of each family, in the order the families were opened.
-    pub fn finish(self) -> Vec<Bytes> {
+    /// Writes one sample line of family `family`, in the order the families were opened.
+    pub fn sample_in(&mut self, family: usize, name: &str, labels: &[(&str, &str)], value: f64) {
+        let samples = &mut self.families[family];
+        write_sample(&mut samples.open, name, labels, value);
+        if samples.open.len() >= Self::CHUNK {
+            samples.close();
+        }
+    }
+
+    /// The samples of each family as chunks, in the order the families were opened.
+    pub fn finish(self) -> Vec<Vec<Bytes>> {
         self.families
             .into_iter()
             .map(|mut samples| {
-                // Large buffers shrink in place; the spare capacity would be held as long as
-                // the snapshot is.
-                samples.shrink_to_fit();
-                Bytes::from(samples)
+                samples.close();
+                samples.closed
             })
             .collect()
     }
@@ -381,7 +421,7 @@ mod tests {
             families
                 .into_iter()
                 .enumerate()
-                .map(|(i, family)| (family, vec![first[i].clone(), second[i].clone()])),
+                .map(|(i, family)| (family, [first[i].clone(), second[i].clone()].concat())),
         );
         let text = String::from_utf8(rendered.to_vec(Format::Text)).unwrap();
         let om = String::from_utf8(rendered.to_vec(Format::OpenMetrics)).unwrap();
@@ -405,6 +445,31 @@ mod tests {
             rendered.chunks(Format::Text)[1].as_ptr(),
             rendered.chunks(Format::OpenMetrics)[1].as_ptr()
         );
+    }
+
+    #[test]
+    fn a_large_family_is_closed_into_chunks_of_whole_lines() {
+        let mut writer = SampleWriter::with_families(2);
+        let mut expected = Vec::new();
+        for i in 0..100_000 {
+            let asset = format!("192.0.{}.{}", i / 256, i % 256);
+            writer.sample_in(1, "x_score", &[("asset", &asset)], f64::from(i));
+            write_sample(&mut expected, "x_score", &[("asset", &asset)], f64::from(i));
+        }
+        writer.sample_in(0, "x_other", &[], 1.0);
+        let families = writer.finish();
+        assert_eq!(families[0].concat(), b"x_other 1\n");
+        let chunks = &families[1];
+        assert!(
+            expected.len() > 2 * SampleWriter::CHUNK,
+            "the test spans chunks"
+        );
+        assert_eq!(chunks.len(), expected.len().div_ceil(SampleWriter::CHUNK));
+        for chunk in chunks {
+            assert!(chunk.ends_with(b"\n"), "a chunk ends with its last line");
+            assert!(chunk.len() < SampleWriter::CHUNK + 64);
+        }
+        assert_eq!(chunks.concat(), expected);
     }
 
     #[test]

@@ -228,11 +228,26 @@ pub struct AssetSet {
     pub assets: Vec<Asset>,
 }
 
+/// Where a list's assets go as they are decoded: kept whole ([`AssetSet`]), or rendered at
+/// once and dropped (the snapshot's list builder).
+pub trait AssetSink {
+    /// One usable asset, in the order the API sent them, each name once.
+    fn push(&mut self, asset: Asset);
+}
+
+impl AssetSink for AssetSet {
+    fn push(&mut self, asset: Asset) {
+        self.assets.push(asset);
+    }
+}
+
 /// A list endpoint's answer turned into assets, with what could not be used.
 #[derive(Debug, Default)]
-pub struct DecodedAssets {
-    /// The assets.
-    pub set: AssetSet,
+pub struct DecodedAssets<S = AssetSet> {
+    /// The assets, in the sink they were decoded into.
+    pub set: S,
+    /// How many assets went into it.
+    pub usable: usize,
     /// Items that were skipped: counted, the first few with their reason.
     pub rejected: Rejected,
     /// Number of items dropped because their name had been seen before.
@@ -241,66 +256,72 @@ pub struct DecodedAssets {
     pub unrecognized: Vec<Unrecognized>,
 }
 
-impl DecodedAssets {
+impl<S> DecodedAssets<S> {
     /// Why the list must not be taken as the fleet, if it must not (see
     /// [`dto::DecodedList::refusal`]).
     pub fn refusal(&self) -> Option<DecodeError> {
-        dto::refusal(&self.rejected, self.set.assets.len())
+        dto::refusal(&self.rejected, self.usable)
     }
 }
 
 impl AssetSet {
-    /// Decodes a whole `ip-list` or `domain-list` body (see [`AssetSet::decoder`]).
+    /// Decodes a whole `ip-list` or `domain-list` body (see [`AssetDecoder`]).
     pub fn decode(
         body: &[u8],
         kind: Kind,
         max_labels: usize,
     ) -> Result<DecodedAssets, DecodeError> {
-        let mut decoder = AssetSet::decoder(kind, max_labels);
+        let mut decoder = AssetDecoder::new(kind, max_labels, AssetSet::default());
         decoder.feed(body)?;
         decoder.finish()
     }
+}
 
-    /// Decodes `ip-list` or `domain-list` as its bytes arrive and maps each item as soon as it
-    /// is decoded; the caller decides with [`DecodedAssets::refusal`] whether the result may
-    /// stand for the fleet, after counting what was rejected.
-    pub fn decoder(kind: Kind, max_labels: usize) -> AssetDecoder {
+/// A list's items mapped to assets and passed on, and the values that could not be mapped.
+struct ToAsset<S> {
+    kind: Kind,
+    max_labels: usize,
+    unrecognized: Vec<Unrecognized>,
+    sink: S,
+}
+
+impl<S: AssetSink> Convert<()> for ToAsset<S> {
+    fn convert(&mut self, item: NamedItem) {
+        let asset = Asset::from_item(self.kind, item, self.max_labels, &mut self.unrecognized);
+        self.sink.push(asset);
+    }
+}
+
+/// `ip-list` or `domain-list` decoded as its bytes arrive, each item mapped and handed to the
+/// sink as soon as it is decoded; the caller decides with [`DecodedAssets::refusal`] whether
+/// the result may stand for the fleet, after counting what was rejected.
+pub struct AssetDecoder<S = AssetSet>(ListDecoder<'static, ToAsset<S>, ()>);
+
+impl<S: AssetSink> AssetDecoder<S> {
+    /// A decoder of one list of `kind` into `sink`, at most `max_labels` host names per asset.
+    pub fn new(kind: Kind, max_labels: usize, sink: S) -> Self {
         let to_asset = ToAsset {
             kind,
             max_labels,
             unrecognized: Vec::new(),
+            sink,
         };
         AssetDecoder(ListDecoder::new(kind.name_field(), to_asset))
     }
 }
 
-/// A list's items mapped to assets, and the values that could not be mapped.
-struct ToAsset {
-    kind: Kind,
-    max_labels: usize,
-    unrecognized: Vec<Unrecognized>,
-}
-
-impl Convert<Asset> for ToAsset {
-    fn convert(&mut self, item: NamedItem) -> Asset {
-        Asset::from_item(self.kind, item, self.max_labels, &mut self.unrecognized)
-    }
-}
-
-/// `ip-list` or `domain-list` decoded as it arrives ([`AssetSet::decoder`]).
-pub struct AssetDecoder(ListDecoder<'static, ToAsset, Asset>);
-
-impl BodyDecoder for AssetDecoder {
-    type Output = DecodedAssets;
+impl<S: AssetSink> BodyDecoder for AssetDecoder<S> {
+    type Output = DecodedAssets<S>;
 
     fn feed(&mut self, chunk: &[u8]) -> Result<(), DecodeError> {
         self.0.feed(chunk)
     }
 
-    fn finish(self) -> Result<DecodedAssets, DecodeError> {
+    fn finish(self) -> Result<DecodedAssets<S>, DecodeError> {
         let (list, to_asset) = self.0.finish_with()?;
         Ok(DecodedAssets {
-            set: AssetSet { assets: list.items },
+            set: to_asset.sink,
+            usable: list.items.len(),
             rejected: list.rejected,
             duplicates: list.duplicates,
             unrecognized: to_asset.unrecognized,

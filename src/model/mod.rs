@@ -5,5 +5,5 @@ pub mod asset;
 pub mod report;
 
 pub use crate::vocabulary::Unrecognized;
-pub use asset::{Asset, AssetDecoder, AssetSet, DecodedAssets, worst_first};
+pub use asset::{Asset, AssetDecoder, AssetSet, AssetSink, DecodedAssets, worst_first};
 pub use report::{Listing, Report, Reports};

@@ -14,7 +14,8 @@ use tokio::time::Instant;
 use tracing::{debug, error, info, warn};
 
 use crate::health::{Failure, Health};
-use crate::model::{AssetDecoder, AssetSet, DecodedAssets};
+use crate::model::{AssetDecoder, AssetSink, DecodedAssets};
+use crate::snapshot::ListBuilder;
 use crate::store::Store;
 use crate::telemetry::Telemetry;
 use crate::upstream::dto::{self, DecodeError, Rejected, SystemStatus, User};
@@ -249,6 +250,7 @@ impl Poller {
             &self.account.telemetry,
             kind,
             self.max_labels,
+            || ListBuilder::new(kind, self.account.store.shards()),
             cycle.deadline,
             on_retry,
         )
@@ -259,6 +261,7 @@ impl Poller {
         };
         let DecodedAssets {
             set,
+            usable,
             rejected,
             duplicates,
             unrecognized: more,
@@ -275,7 +278,7 @@ impl Poller {
             .unrecognized(log_rejected(endpoint, &rejected));
         let unrecognized = more;
         let previous = self.account.store.current().count(kind);
-        if set.assets.is_empty() && previous > 0 {
+        if usable == 0 && previous > 0 {
             warn!(
                 endpoint = endpoint.label(),
                 previous,
@@ -285,7 +288,8 @@ impl Poller {
         }
 
         let store = self.account.store.clone();
-        let replaced = crate::task::spawn_blocking(move || store.replace(kind, set, fetched)).await;
+        let replaced =
+            crate::task::spawn_blocking(move || store.replace(kind, set.finish(), fetched)).await;
         match replaced {
             Ok(()) => {}
             // The runtime is shutting down.
@@ -388,20 +392,22 @@ impl Poller {
     }
 }
 
-/// One list, by [`Client::call`], decoded with the refusal rule: a list whose unusable items
-/// outnumber its usable ones fails like a bad body (its rejected items counted in
-/// `reputation_unrecognized_values_total`). The poller and `backfill` both fetch lists so.
-pub async fn fetch_list(
+/// One list, by [`Client::call_streaming`], each asset handed to a sink from `sink` (a new one
+/// for each attempt) as soon as it is decoded, with the refusal rule: a list whose unusable
+/// items outnumber its usable ones fails like a bad body (its rejected items counted in
+/// `reputation_unrecognized_values_total`). The poller renders lists so; `backfill` keeps them.
+pub async fn fetch_list<S: AssetSink>(
     client: &Client,
     telemetry: &Telemetry,
     kind: Kind,
     max_labels: usize,
+    sink: impl Fn() -> S,
     deadline: Instant,
     on_retry: impl FnMut(&FetchError, Duration),
-) -> Result<DecodedAssets, FetchError> {
+) -> Result<DecodedAssets<S>, FetchError> {
     let endpoint = Endpoint::list(kind);
     let decoder = || ListBody {
-        assets: AssetSet::decoder(kind, max_labels),
+        assets: AssetDecoder::new(kind, max_labels, sink()),
         telemetry,
     };
     client
@@ -410,19 +416,19 @@ pub async fn fetch_list(
 }
 
 /// A list's body decoded as it arrives, with the refusal rule at its end.
-struct ListBody<'t> {
-    assets: AssetDecoder,
+struct ListBody<'t, S> {
+    assets: AssetDecoder<S>,
     telemetry: &'t Telemetry,
 }
 
-impl BodyDecoder for ListBody<'_> {
-    type Output = DecodedAssets;
+impl<S: AssetSink> BodyDecoder for ListBody<'_, S> {
+    type Output = DecodedAssets<S>;
 
     fn feed(&mut self, chunk: &[u8]) -> Result<(), DecodeError> {
         self.assets.feed(chunk)
     }
 
-    fn finish(self) -> Result<DecodedAssets, DecodeError> {
+    fn finish(self) -> Result<DecodedAssets<S>, DecodeError> {
         let decoded = self.assets.finish()?;
         match decoded.refusal() {
             None => Ok(decoded),

@@ -10,7 +10,6 @@
 //! [`slice_of`](crate::vocabulary::slice_of), every series of an asset in its slice; the snapshot
 //! assembles one body per slice and the whole body from the same chunks, shared, not copied.
 
-use std::ops::Range;
 use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
@@ -18,9 +17,13 @@ use bytes::Bytes;
 use crate::exposition::assets::{self, ListSamples};
 use crate::exposition::gzip::GzipPrefix;
 use crate::exposition::{Format, Rendered, openmetrics_to_text};
-use crate::model::{Asset, AssetSet, Reports, worst_first};
+use crate::model::{Asset, Reports, worst_first};
 use crate::telemetry::{ProcessMetrics, Telemetry};
-use crate::vocabulary::{Kind, SndsColour, slice_of};
+use crate::vocabulary::Kind;
+
+mod list;
+
+pub use list::{LOW_SCORE, ListBuilder, ListPart, ListSlice, Summary, WORST_KEPT};
 
 /// The live part of a scrape: an account's API metrics (with the assets of the slice served,
 /// `None` for every slice) and the process metrics, each when given (and `# EOF` for
@@ -48,146 +51,6 @@ pub fn live(
             let mut live = Vec::with_capacity(openmetrics.len() + 1024);
             openmetrics_to_text::convert(&openmetrics, &mut live);
             live
-        }
-    }
-}
-
-/// Assets of each list kept for the landing page, worst first.
-pub const WORST_KEPT: usize = 100;
-
-/// One list as served: the sample lines of its assets per family, their names, and the worst
-/// of them for the landing page. The assets themselves are dropped once rendered, so a list
-/// costs about the size of its part of the body.
-#[derive(Debug)]
-pub struct ListPart {
-    /// IP addresses or domains.
-    pub kind: Kind,
-    /// Every asset's name, slice after slice, in the order the API sent them within a slice
-    /// (with one slice, the API's order).
-    pub names: Vec<Box<str>>,
-    /// The slices, at least one.
-    pub slices: Vec<ListSlice>,
-    /// At most [`WORST_KEPT`] assets, worst first.
-    pub worst: Vec<Asset>,
-    /// How many of the assets are in trouble, for the landing page.
-    pub summary: Summary,
-}
-
-/// One slice of a list.
-#[derive(Debug, Clone, Default)]
-pub struct ListSlice {
-    /// Its assets' names: this range of [`ListPart::names`].
-    pub names: Range<usize>,
-    /// Sample lines, one chunk per family of [`assets::list_families`].
-    pub samples: Vec<Bytes>,
-}
-
-/// Sender Score under which the landing page counts an asset as low: the shipped alert's
-/// threshold, the mixin's default `senderScoreFloor` (tests/e2e/mixin.sh holds them equal).
-pub const LOW_SCORE: f64 = 70.0;
-
-/// How many assets a list or snapshot holds, and how many of them are in trouble.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Summary {
-    /// Every asset.
-    pub assets: usize,
-    /// Listed on at least one blacklist.
-    pub listed: usize,
-    /// SNDS colour red.
-    pub snds_red: usize,
-    /// Sender Score below [`LOW_SCORE`].
-    pub low_score: usize,
-}
-
-impl Summary {
-    fn of(assets: &[Asset]) -> Summary {
-        let count = |keep: fn(&Asset) -> bool| assets.iter().filter(|a| keep(a)).count();
-        Summary {
-            assets: assets.len(),
-            listed: count(|a| a.blacklistings.is_some_and(|n| n > 0.0)),
-            snds_red: count(|a| a.snds_reputation == Some(SndsColour::Red)),
-            low_score: count(|a| a.senderscore.is_some_and(|s| s < LOW_SCORE)),
-        }
-    }
-
-    fn add(self, other: Summary) -> Summary {
-        Summary {
-            assets: self.assets + other.assets,
-            listed: self.listed + other.listed,
-            snds_red: self.snds_red + other.snds_red,
-            low_score: self.low_score + other.low_score,
-        }
-    }
-}
-
-impl ListPart {
-    /// Renders the assets of one list and keeps what a snapshot needs of them.
-    pub fn new(kind: Kind, set: AssetSet) -> ListPart {
-        ListPart::sliced(kind, set, 1)
-    }
-
-    /// As [`ListPart::new`], in `shards` slices (at least one).
-    pub fn sliced(kind: Kind, mut set: AssetSet, shards: usize) -> ListPart {
-        let shards = shards.max(1);
-        let mut sizes = vec![set.assets.len()];
-        if shards > 1 {
-            // Each asset hashed once, then grouped by slice in the API's order (a stable
-            // bucket pass, no sort).
-            let slice: Vec<usize> = set
-                .assets
-                .iter()
-                .map(|asset| slice_of(kind, &asset.name, shards))
-                .collect();
-            let mut buckets: Vec<Vec<Asset>> = vec![Vec::new(); shards];
-            for (asset, slice) in set.assets.into_iter().zip(slice) {
-                buckets[slice].push(asset);
-            }
-            sizes = buckets.iter().map(Vec::len).collect();
-            set.assets = buckets.into_iter().flatten().collect();
-        }
-        let mut start = 0;
-        let slices = sizes
-            .into_iter()
-            .map(|size| {
-                let end = start + size;
-                let slice = ListSlice {
-                    names: start..end,
-                    samples: assets::render_list(&set.assets[start..end]),
-                };
-                start = end;
-                slice
-            })
-            .collect();
-        let summary = Summary::of(&set.assets);
-        let mut order: Vec<&Asset> = set.assets.iter().collect();
-        let kept = order.len().min(WORST_KEPT);
-        if kept > 0 && kept < order.len() {
-            order.select_nth_unstable_by(kept - 1, |a, b| worst_first(a, b));
-        }
-        order.truncate(kept);
-        order.sort_by(|a, b| worst_first(a, b));
-        let worst = order.into_iter().cloned().collect();
-        let names = set
-            .assets
-            .into_iter()
-            .map(|asset| asset.name.into_boxed_str())
-            .collect();
-        ListPart {
-            kind,
-            names,
-            slices,
-            worst,
-            summary,
-        }
-    }
-
-    /// The slice `shard` as the exposition reads it.
-    fn samples(&self, shard: usize) -> ListSamples<'_> {
-        let slice = &self.slices[shard];
-        ListSamples {
-            kind: self.kind,
-            names: &self.names[slice.names.clone()],
-            samples: &slice.samples,
         }
     }
 }
@@ -383,8 +246,9 @@ impl Snapshot {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::Unrecognized;
+    use crate::model::{AssetSet, Unrecognized};
     use crate::upstream::dto::{ListItem, NamedItem};
+    use crate::vocabulary::slice_of;
 
     fn asset(kind: Kind, name: &str, blacklistings: f64, senderscore: Option<f64>) -> Asset {
         let mut unrecognized: Vec<Unrecognized> = Vec::new();
