@@ -3,8 +3,7 @@
 //! the backfill file and the README's metric tables are derived from or checked against it, so
 //! a new metric is one entry here plus its test.
 
-use bytes::Bytes;
-
+use super::piece::Piece;
 use super::{Family, MetricType, Rendered, SampleWriter};
 use crate::model::{Asset, Report, Reports};
 use crate::vocabulary::{Kind, SndsColour};
@@ -310,7 +309,7 @@ pub struct ListSamples<'a> {
     /// Every asset's name.
     pub names: &'a [Box<str>],
     /// The chunks of each family of [`list_families`].
-    pub samples: &'a [Vec<Bytes>],
+    pub samples: &'a [Vec<Piece>],
 }
 
 /// Renders a list's assets one after another, as they arrive: one buffer per family of
@@ -347,14 +346,24 @@ impl ListRenderer {
         }
     }
 
-    /// The chunks of each family of [`list_families`].
-    pub fn finish(self) -> Vec<Vec<Bytes>> {
+    /// Bytes of sample lines written so far.
+    pub fn written(&self) -> usize {
+        self.writer.written()
+    }
+
+    /// Packs what was written and everything written from now on (see [`super::piece`]).
+    pub fn pack(&mut self) {
+        self.writer.pack();
+    }
+
+    /// The pieces of each family of [`list_families`].
+    pub fn finish(self) -> Vec<Vec<Piece>> {
         self.writer.finish()
     }
 }
 
 /// The sample lines of one list's assets, as a [`ListRenderer`] writes them.
-pub fn render_list(assets: &[Asset]) -> Vec<Vec<Bytes>> {
+pub fn render_list(assets: &[Asset]) -> Vec<Vec<Piece>> {
     let mut renderer = ListRenderer::default();
     for asset in assets {
         renderer.push(asset);
@@ -364,7 +373,7 @@ pub fn render_list(assets: &[Asset]) -> Vec<Vec<Bytes>> {
 
 /// The sample lines of the reports of one list's assets, one chunk per family of
 /// [`report_families`]. Only assets still in the list count: a report never outlives its asset.
-fn render_reports(list: &ListSamples<'_>, reports: &Reports) -> Vec<Vec<Bytes>> {
+fn render_reports(list: &ListSamples<'_>, reports: &Reports) -> Vec<Vec<Piece>> {
     let mut writer = SampleWriter::default();
     for family in &FAMILIES {
         let Source::Report(write) = family.source else {
@@ -400,9 +409,9 @@ pub fn render(lists: &[ListSamples<'_>], reports: Option<&Reports>) -> Rendered 
 pub fn families(
     lists: &[ListSamples<'_>],
     reports: Option<&Reports>,
-) -> Vec<(&'static Family, Vec<Bytes>)> {
+) -> Vec<(&'static Family, Vec<Piece>)> {
     // Family `i`'s chunks of every list, one list after another.
-    let chunk = |rendered: &[&[Vec<Bytes>]], i: usize| -> Vec<Bytes> {
+    let chunk = |rendered: &[&[Vec<Piece>]], i: usize| -> Vec<Piece> {
         rendered
             .iter()
             .filter_map(|r| r.get(i))
@@ -410,17 +419,17 @@ pub fn families(
             .cloned()
             .collect()
     };
-    let listed: Vec<&[Vec<Bytes>]> = lists.iter().map(|list| list.samples).collect();
-    let mut parts: Vec<(&Family, Vec<Bytes>)> = list_families()
+    let listed: Vec<&[Vec<Piece>]> = lists.iter().map(|list| list.samples).collect();
+    let mut parts: Vec<(&Family, Vec<Piece>)> = list_families()
         .enumerate()
         .map(|(i, f)| (&f.family, chunk(&listed, i)))
         .collect();
     if let Some(reports) = reports {
-        let rendered: Vec<Vec<Vec<Bytes>>> = lists
+        let rendered: Vec<Vec<Vec<Piece>>> = lists
             .iter()
             .map(|list| render_reports(list, reports))
             .collect();
-        let reported: Vec<&[Vec<Bytes>]> = rendered.iter().map(Vec::as_slice).collect();
+        let reported: Vec<&[Vec<Piece>]> = rendered.iter().map(Vec::as_slice).collect();
         parts.extend(
             report_families()
                 .enumerate()

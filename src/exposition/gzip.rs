@@ -14,6 +14,8 @@ use bytes::Bytes;
 use flate2::Compression;
 use flate2::write::DeflateEncoder;
 
+use super::piece::{LEVEL, Piece};
+
 /// Whether an `Accept-Encoding` header allows gzip (`gzip`, `x-gzip` or `*` with q > 0).
 pub fn accepted(accept_encoding: Option<&str>) -> bool {
     accept_encoding.is_some_and(|value| {
@@ -28,52 +30,70 @@ const HEADER: [u8; 10] = [0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff];
 /// Largest stored deflate block.
 const STORED_MAX: usize = 65_535;
 
-/// Level of the cached head: fast, because it is redone for every snapshot and holds the
-/// snapshot in memory meanwhile; metrics text compresses well even so.
-const HEAD_LEVEL: u32 = 1;
-
-/// The fixed head of a gzip body: header and deflate blocks ending in a sync flush.
+/// The fixed head of a gzip body: the header, then deflate blocks ending in a sync flush:
+/// compressed runs of plain pieces between packed pieces, which are taken as they are.
 #[derive(Debug, Clone)]
 pub struct GzipPrefix {
-    bytes: Bytes,
+    segments: Vec<Bytes>,
     crc: crc32fast::Hasher,
     len: u64,
 }
 
 impl GzipPrefix {
-    /// Compresses these chunks as the head of a gzip member.
-    pub fn new(chunks: &[Bytes]) -> Self {
-        let total: usize = chunks.iter().map(Bytes::len).sum();
-        let mut out = Vec::with_capacity(total / 8 + 64);
-        out.extend_from_slice(&HEADER);
-        let mut encoder = DeflateEncoder::new(out, Compression::new(HEAD_LEVEL));
-        let mut crc = crc32fast::Hasher::new();
-        for chunk in chunks {
-            crc.update(chunk);
-            // Writing into a Vec cannot fail.
-            let _ = encoder.write_all(chunk);
+    /// The head of a gzip member holding these pieces: each run of plain pieces compressed,
+    /// each packed piece shared.
+    pub fn new(pieces: &[Piece]) -> Self {
+        let mut head = GzipPrefix {
+            segments: vec![Bytes::from_static(&HEADER)],
+            crc: crc32fast::Hasher::new(),
+            len: 0,
+        };
+        let mut run: Option<DeflateEncoder<Vec<u8>>> = None;
+        for piece in pieces {
+            head.len += piece.len() as u64;
+            match piece {
+                Piece::Plain(lines) => {
+                    head.crc.update(lines);
+                    let encoder = run.get_or_insert_with(|| {
+                        DeflateEncoder::new(Vec::new(), Compression::new(LEVEL))
+                    });
+                    // Writing into a Vec cannot fail.
+                    let _ = encoder.write_all(lines);
+                }
+                Piece::Packed(packed) => {
+                    head.end_run(run.take());
+                    head.crc.combine(&packed.crc());
+                    head.segments.push(packed.deflated().clone());
+                }
+            }
         }
-        // A sync flush ends the last block on a byte boundary without marking it final.
-        let _ = encoder.flush();
-        GzipPrefix {
-            bytes: Bytes::from(std::mem::take(encoder.get_mut())),
-            crc,
-            len: total as u64,
+        head.end_run(run);
+        head
+    }
+
+    /// Ends a run of plain pieces with a sync flush: its last block ends on a byte boundary
+    /// without being final.
+    fn end_run(&mut self, run: Option<DeflateEncoder<Vec<u8>>>) {
+        if let Some(mut encoder) = run {
+            let _ = encoder.flush();
+            let mut bytes = std::mem::take(encoder.get_mut());
+            bytes.shrink_to_fit();
+            self.segments.push(Bytes::from(bytes));
         }
     }
 
     /// Size of the compressed head.
     pub fn len(&self) -> usize {
-        self.bytes.len()
+        self.segments.iter().map(Bytes::len).sum()
     }
 
     /// Whether the head is empty (it never is: it holds at least the header).
     pub fn is_empty(&self) -> bool {
-        self.bytes.is_empty()
+        self.len() == 0
     }
 
     /// The whole gzip body for this head followed by `tail`: head, stored tail, trailer.
-    pub fn finish(&self, tail: &[u8]) -> [Bytes; 2] {
+    pub fn finish(&self, tail: &[u8]) -> Vec<Bytes> {
         let blocks = tail.len().div_ceil(STORED_MAX).max(1);
         let mut rest = Vec::with_capacity(tail.len() + blocks * 5 + 8);
         let mut chunks = tail.chunks(STORED_MAX).peekable();
@@ -96,7 +116,9 @@ impl GzipPrefix {
         rest.extend_from_slice(&whole.finalize().to_le_bytes());
         // ISIZE is the length modulo 2^32, as RFC 1952 says.
         rest.extend_from_slice(&((self.len + tail.len() as u64) as u32).to_le_bytes());
-        [self.bytes.clone(), Bytes::from(rest)]
+        let mut body = self.segments.clone();
+        body.push(Bytes::from(rest));
+        body
     }
 }
 
@@ -105,6 +127,7 @@ mod tests {
     use std::io::Read as _;
 
     use super::*;
+    use crate::exposition::piece::Packed;
 
     fn gunzip(parts: &[Bytes]) -> Vec<u8> {
         let joined = parts.concat();
@@ -118,25 +141,53 @@ mod tests {
 
     #[test]
     fn head_and_tail_decompress_to_their_concatenation() {
-        let head: Vec<Bytes> = (0..200)
+        let lines: Vec<Bytes> = (0..200)
             .map(|i| {
                 Bytes::from(format!(
                     "reputation_senderscore{{asset=\"192.0.2.{i}\"}} {i}\n"
                 ))
             })
             .collect();
+        let head: Vec<Piece> = lines.iter().cloned().map(Piece::Plain).collect();
         let prefix = GzipPrefix::new(&head);
         let long_tail = "x 1\n".repeat(40_000);
         for tail in [&b""[..], b"reputation_up 1\n# EOF\n", long_tail.as_bytes()] {
             let body = prefix.finish(tail);
-            let mut expected = head.concat();
+            let mut expected = lines.concat();
             expected.extend_from_slice(tail);
             assert_eq!(gunzip(&body), expected);
         }
         assert!(
-            prefix.len() < head.concat().len() / 3,
+            prefix.len() < lines.concat().len() / 3,
             "the head is compressed"
         );
+    }
+
+    #[test]
+    fn packed_pieces_join_the_compressed_runs_of_plain_ones_in_one_member() {
+        let lines: Vec<Bytes> = (0..60)
+            .map(|i| Bytes::from(format!("x{{asset=\"mail{i}.example\"}} {i}\n").repeat(i + 1)))
+            .collect();
+        // Packed first and last, alone and in a row, between runs of plain pieces.
+        let packed = |i: usize| matches!(i % 7, 0 | 3 | 4) || i == 59;
+        let head: Vec<Piece> = lines
+            .iter()
+            .enumerate()
+            .map(|(i, lines)| match packed(i) {
+                true => Piece::Packed(Packed::new(lines)),
+                false => Piece::Plain(lines.clone()),
+            })
+            .collect();
+        let prefix = GzipPrefix::new(&head);
+        let body = prefix.finish(b"up 1\n# EOF\n");
+        let mut expected = lines.concat();
+        expected.extend_from_slice(b"up 1\n# EOF\n");
+        assert_eq!(gunzip(&body), expected);
+        // The packed pieces' bytes are shared, not copied.
+        let Piece::Packed(first) = &head[0] else {
+            unreachable!()
+        };
+        assert_eq!(body[1].as_ptr(), first.deflated().as_ptr());
     }
 
     #[test]

@@ -14,8 +14,10 @@
 pub mod assets;
 pub mod gzip;
 pub mod openmetrics_to_text;
+pub mod piece;
 
 use bytes::Bytes;
+use piece::{Packed, Piece};
 
 /// An exposition format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -126,39 +128,49 @@ impl Family {
 }
 
 /// Writes the sample lines of several families, the same bytes for both formats: one buffer
-/// per family, closed into a chunk whenever it passes [`SampleWriter::CHUNK`], so a large body
-/// never moves to grow and never holds more than one chunk's spare room per family.
+/// per family, closed into a piece whenever it passes [`SampleWriter::CHUNK`], so a large body
+/// never moves to grow and never holds more than one chunk's spare room per family. Once
+/// [`SampleWriter::pack`] is called, closed pieces are packed.
 #[derive(Debug, Default)]
 pub struct SampleWriter {
     families: Vec<FamilySamples>,
+    packing: bool,
+    written: usize,
 }
 
-/// One family's samples: closed chunks, then the one being written.
+/// One family's samples: closed pieces, then the buffer being written.
 #[derive(Debug, Default)]
 struct FamilySamples {
-    closed: Vec<Bytes>,
+    closed: Vec<Piece>,
     open: Vec<u8>,
 }
 
 impl FamilySamples {
-    fn close(&mut self) {
+    fn close(&mut self, packing: bool) {
         let mut open = std::mem::take(&mut self.open);
-        if !open.is_empty() {
+        if open.is_empty() {
+            return;
+        }
+        let piece = if packing {
+            Piece::Packed(Packed::new(&open))
+        } else {
             // The spare room would be held as long as the snapshot is.
             open.shrink_to_fit();
-            self.closed.push(Bytes::from(open));
-        }
+            Piece::Plain(Bytes::from(open))
+        };
+        self.closed.push(piece);
     }
 }
 
 impl SampleWriter {
-    /// Bytes after which a family's buffer is closed into a chunk.
-    pub const CHUNK: usize = 1 << 20;
+    /// Bytes after which a family's buffer is closed into a piece.
+    pub const CHUNK: usize = 256 << 10;
 
     /// A writer with `n` families open, written to by index ([`SampleWriter::sample_in`]).
     pub fn with_families(n: usize) -> Self {
         SampleWriter {
             families: (0..n).map(|_| FamilySamples::default()).collect(),
+            ..SampleWriter::default()
         }
     }
 
@@ -172,6 +184,23 @@ impl SampleWriter {
         self.families.len()
     }
 
+    /// Bytes of sample lines written so far.
+    pub fn written(&self) -> usize {
+        self.written
+    }
+
+    /// Packs the pieces closed so far and every piece closed from now on.
+    pub fn pack(&mut self) {
+        self.packing = true;
+        for family in &mut self.families {
+            for piece in &mut family.closed {
+                if let Piece::Plain(lines) = piece {
+                    *piece = Piece::Packed(Packed::new(lines));
+                }
+            }
+        }
+    }
+
     /// Writes one sample line of the last family opened (opening one if none is).
     pub fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: f64) {
         if self.families.is_empty() {
@@ -183,36 +212,39 @@ impl SampleWriter {
     /// Writes one sample line of family `family`, in the order the families were opened.
     pub fn sample_in(&mut self, family: usize, name: &str, labels: &[(&str, &str)], value: f64) {
         let samples = &mut self.families[family];
+        let before = samples.open.len();
         write_sample(&mut samples.open, name, labels, value);
+        self.written += samples.open.len() - before;
         if samples.open.len() >= Self::CHUNK {
-            samples.close();
+            samples.close(self.packing);
         }
     }
 
-    /// The samples of each family as chunks, in the order the families were opened.
-    pub fn finish(self) -> Vec<Vec<Bytes>> {
+    /// The samples of each family as pieces, in the order the families were opened.
+    pub fn finish(self) -> Vec<Vec<Piece>> {
+        let packing = self.packing;
         self.families
             .into_iter()
             .map(|mut samples| {
-                samples.close();
+                samples.close(packing);
                 samples.closed
             })
             .collect()
     }
 }
 
-/// Families rendered in both formats, as chunks of shared bytes.
+/// Families rendered in both formats, as pieces shared between them.
 #[derive(Debug, Clone, Default)]
 pub struct Rendered {
-    chunks: [Vec<Bytes>; 2],
+    chunks: [Vec<Piece>; 2],
 }
 
 impl Rendered {
     /// The families in order, each opened by its headers in each format and followed by its
     /// sample chunks (shared, not copied).
-    pub fn assemble<'a>(families: impl IntoIterator<Item = (&'a Family, Vec<Bytes>)>) -> Self {
+    pub fn assemble<'a>(families: impl IntoIterator<Item = (&'a Family, Vec<Piece>)>) -> Self {
         let families: Vec<_> = families.into_iter().collect();
-        let mut chunks: [Vec<Bytes>; 2] = Default::default();
+        let mut chunks: [Vec<Piece>; 2] = Default::default();
         for format in Format::ALL {
             let mut headers = Vec::with_capacity(families.len() * 256);
             let mut ends = Vec::with_capacity(families.len());
@@ -224,7 +256,7 @@ impl Rendered {
             let out = &mut chunks[format as usize];
             let mut start = 0;
             for ((_, samples), end) in families.iter().zip(ends) {
-                out.push(headers.slice(start..end));
+                out.push(Piece::Plain(headers.slice(start..end)));
                 out.extend(samples.iter().filter(|s| !s.is_empty()).cloned());
                 start = end;
             }
@@ -232,14 +264,14 @@ impl Rendered {
         Rendered { chunks }
     }
 
-    /// The chunks of one format, in order.
-    pub fn chunks(&self, format: Format) -> &[Bytes] {
+    /// The pieces of one format, in order.
+    pub fn chunks(&self, format: Format) -> &[Piece] {
         &self.chunks[format as usize]
     }
 
     /// Length in bytes of one format.
     pub fn len(&self, format: Format) -> usize {
-        self.chunks(format).iter().map(Bytes::len).sum()
+        self.chunks(format).iter().map(Piece::len).sum()
     }
 
     /// Whether nothing was rendered.
@@ -249,7 +281,11 @@ impl Rendered {
 
     /// One format as one buffer (for tests, `--once` and the benchmarks).
     pub fn to_vec(&self, format: Format) -> Vec<u8> {
-        self.chunks(format).concat()
+        let mut out = Vec::with_capacity(self.len(format));
+        for piece in self.chunks(format) {
+            out.extend_from_slice(&piece.lines());
+        }
+        out
     }
 }
 
@@ -442,34 +478,49 @@ mod tests {
         assert_eq!(rendered.len(Format::Text), text.len());
         // Samples are stored once: both formats' sample chunks point at the same bytes.
         assert_eq!(
-            rendered.chunks(Format::Text)[1].as_ptr(),
-            rendered.chunks(Format::OpenMetrics)[1].as_ptr()
+            rendered.chunks(Format::Text)[1].lines().as_ptr(),
+            rendered.chunks(Format::OpenMetrics)[1].lines().as_ptr()
         );
     }
 
+    fn joined(pieces: &[Piece]) -> Vec<u8> {
+        pieces.iter().flat_map(|piece| piece.lines()).collect()
+    }
+
     #[test]
-    fn a_large_family_is_closed_into_chunks_of_whole_lines() {
-        let mut writer = SampleWriter::with_families(2);
-        let mut expected = Vec::new();
-        for i in 0..100_000 {
-            let asset = format!("192.0.{}.{}", i / 256, i % 256);
-            writer.sample_in(1, "x_score", &[("asset", &asset)], f64::from(i));
-            write_sample(&mut expected, "x_score", &[("asset", &asset)], f64::from(i));
+    fn a_large_family_is_closed_into_pieces_of_whole_lines_packed_once_asked() {
+        for pack_after in [None, Some(0), Some(30_000)] {
+            let mut writer = SampleWriter::with_families(2);
+            let mut expected = Vec::new();
+            for i in 0..100_000 {
+                if pack_after == Some(i) {
+                    writer.pack();
+                }
+                let asset = format!("192.0.{}.{}", i / 256, i % 256);
+                writer.sample_in(1, "x_score", &[("asset", &asset)], f64::from(i));
+                write_sample(&mut expected, "x_score", &[("asset", &asset)], f64::from(i));
+            }
+            writer.sample_in(0, "x_other", &[], 1.0);
+            assert_eq!(writer.written(), expected.len() + "x_other 1\n".len());
+            let families = writer.finish();
+            assert_eq!(joined(&families[0]), b"x_other 1\n");
+            let pieces = &families[1];
+            assert!(
+                expected.len() > 2 * SampleWriter::CHUNK,
+                "the test spans pieces"
+            );
+            assert_eq!(pieces.len(), expected.len().div_ceil(SampleWriter::CHUNK));
+            for piece in pieces {
+                assert!(
+                    piece.lines().ends_with(b"\n"),
+                    "a piece ends with its last line"
+                );
+                assert!(piece.len() < SampleWriter::CHUNK + 64);
+                let packed = matches!(piece, Piece::Packed(_));
+                assert_eq!(packed, pack_after.is_some(), "{pack_after:?}");
+            }
+            assert_eq!(joined(pieces), expected);
         }
-        writer.sample_in(0, "x_other", &[], 1.0);
-        let families = writer.finish();
-        assert_eq!(families[0].concat(), b"x_other 1\n");
-        let chunks = &families[1];
-        assert!(
-            expected.len() > 2 * SampleWriter::CHUNK,
-            "the test spans chunks"
-        );
-        assert_eq!(chunks.len(), expected.len().div_ceil(SampleWriter::CHUNK));
-        for chunk in chunks {
-            assert!(chunk.ends_with(b"\n"), "a chunk ends with its last line");
-            assert!(chunk.len() < SampleWriter::CHUNK + 64);
-        }
-        assert_eq!(chunks.concat(), expected);
     }
 
     #[test]

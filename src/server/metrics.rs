@@ -12,6 +12,7 @@ use bytes::Bytes;
 
 use super::AppState;
 use super::body::Chunks;
+use crate::exposition::piece::Piece;
 use crate::exposition::{Format, gzip};
 use crate::snapshot::{Snapshot, live};
 
@@ -145,7 +146,7 @@ async fn respond(
     let snapshot = snapshot.unwrap_or_default();
     if !gzip {
         let mut chunks = snapshot.rendered(shard).chunks(format).to_vec();
-        chunks.push(Bytes::from(live));
+        chunks.push(Piece::Plain(Bytes::from(live)));
         return ([content_type, vary], Body::new(Chunks::new(chunks))).into_response();
     }
     // Compressing a large head takes a while the first time: off the async threads.
@@ -158,7 +159,7 @@ async fn respond(
             Err(_) => return StatusCode::INTERNAL_SERVER_ERROR.into_response(),
         }
     };
-    let chunks = prefix.finish(&live).to_vec();
+    let chunks = prefix.finish(&live).into_iter().map(Piece::Plain).collect();
     (
         [content_type, vary, (header::CONTENT_ENCODING, "gzip")],
         Body::new(Chunks::new(chunks)),

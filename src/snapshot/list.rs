@@ -3,14 +3,19 @@
 
 use std::ops::Range;
 
-use bytes::Bytes;
-
 use crate::exposition::assets::{ListRenderer, ListSamples};
+use crate::exposition::piece::Piece;
 use crate::model::{Asset, AssetSet, AssetSink, worst_first};
 use crate::vocabulary::{Kind, SndsColour, slice_of};
 
 /// Assets of each list kept for the landing page, worst first.
 pub const WORST_KEPT: usize = 100;
+
+/// Bytes of sample lines above which a list is kept packed (see
+/// [`piece`](crate::exposition::piece)): about 400,000 assets. A list that size or larger
+/// is served while the next poll renders it again; kept as it is served, it would be held
+/// twice meanwhile. Below it, a list stays as it is served, the fastest to scrape.
+pub const PACK_ABOVE: usize = 256 << 20;
 
 /// One list as served: the sample lines of its assets per family, their names, and the worst
 /// of them for the landing page. The assets themselves are dropped once rendered, so a list
@@ -37,7 +42,7 @@ pub struct ListSlice {
     pub names: Range<usize>,
     /// Sample lines: the chunks of each family of [`list_families`](
     /// crate::exposition::assets::list_families).
-    pub samples: Vec<Vec<Bytes>>,
+    pub samples: Vec<Vec<Piece>>,
 }
 
 /// Sender Score under which the landing page counts an asset as low: the shipped alert's
@@ -114,6 +119,9 @@ pub struct ListBuilder {
     /// than the last of them; pruned again when twice as many.
     worst: Vec<Asset>,
     pruned: bool,
+    /// Bytes of sample lines written, and how many make the list packed.
+    written: usize,
+    pack_above: usize,
 }
 
 #[derive(Debug, Default)]
@@ -133,7 +141,15 @@ impl ListBuilder {
             summary: Summary::default(),
             worst: Vec::new(),
             pruned: false,
+            written: 0,
+            pack_above: PACK_ABOVE,
         }
+    }
+
+    /// The same builder, packing once more than `bytes` of lines are written.
+    pub fn packing_above(mut self, bytes: usize) -> Self {
+        self.pack_above = bytes;
+        self
     }
 
     /// Keeps the [`WORST_KEPT`] worst candidates, worst first.
@@ -177,7 +193,16 @@ impl AssetSink for ListBuilder {
             shards => slice_of(self.kind, &asset.name, shards),
         };
         let slice = &mut self.slices[shard];
+        let before = slice.samples.written();
         slice.samples.push(&asset);
+        let packing = self.written > self.pack_above;
+        self.written += slice.samples.written() - before;
+        if !packing && self.written > self.pack_above {
+            for slice in &mut self.slices {
+                slice.samples.pack();
+            }
+        }
+        let slice = &mut self.slices[shard];
         self.summary.count(&asset);
         let candidate = !self.pruned || worst_first(&asset, &self.worst[WORST_KEPT - 1]).is_lt();
         if candidate {

@@ -12,10 +12,9 @@
 
 use std::sync::{Arc, OnceLock};
 
-use bytes::Bytes;
-
 use crate::exposition::assets::{self, ListSamples};
 use crate::exposition::gzip::GzipPrefix;
+use crate::exposition::piece::Piece;
 use crate::exposition::{Format, Rendered, openmetrics_to_text};
 use crate::model::{Asset, Reports, worst_first};
 use crate::telemetry::{ProcessMetrics, Telemetry};
@@ -232,7 +231,7 @@ impl Snapshot {
     }
 
     /// The rendered per-asset body in one format, as chunks.
-    pub fn body(&self, format: Format) -> &[Bytes] {
+    pub fn body(&self, format: Format) -> &[Piece] {
         self.rendered.chunks(format)
     }
 
@@ -335,6 +334,7 @@ mod tests {
             snapshot
                 .body(Format::Text)
                 .iter()
+                .map(Piece::lines)
                 .find(|chunk| chunk.starts_with(b"reputation_asset_info{kind=\"domain\""))
                 .map(|chunk| chunk.as_ptr())
                 .expect("a domain chunk")
@@ -428,6 +428,62 @@ mod tests {
         let counted: usize = (0..4).map(|s| snapshot.count_in(Some(s), Kind::Ip)).sum();
         assert_eq!(counted, 400);
         assert_eq!(snapshot.count_in(None, Kind::Domain), 100);
+    }
+
+    #[test]
+    fn a_packed_list_serves_the_same_bodies_as_a_plain_one() {
+        use crate::model::AssetSink as _;
+        use std::io::Read as _;
+
+        let build = |pack_above: usize| {
+            let mut builder = ListBuilder::new(Kind::Domain, 4).packing_above(pack_above);
+            for i in 0..2_000 {
+                let score = f64::from(i % 100);
+                builder.push(asset(
+                    Kind::Domain,
+                    &format!("m{i}.example"),
+                    0.0,
+                    Some(score),
+                ));
+            }
+            let part = Arc::new(builder.finish());
+            Snapshot::build(None, Some(part), None, true, 4)
+        };
+        // (plain pieces, packed pieces) of the list
+        let pieces = |snapshot: &Snapshot| {
+            let list = snapshot.domains.as_ref().unwrap();
+            let pieces: Vec<&Piece> = list
+                .slices
+                .iter()
+                .flat_map(|s| s.samples.iter().flatten())
+                .collect();
+            let packed = pieces.iter().filter(|p| matches!(p, Piece::Packed(_)));
+            (pieces.len() - packed.clone().count(), packed.count())
+        };
+        let (plain, packed) = (build(usize::MAX), build(0));
+        assert!(
+            matches!(pieces(&plain), (n, 0) if n >= 4),
+            "{:?}",
+            pieces(&plain)
+        );
+        assert!(
+            matches!(pieces(&packed), (0, n) if n >= 4),
+            "{:?}",
+            pieces(&packed)
+        );
+        for shard in [None, Some(0), Some(1), Some(2), Some(3)] {
+            for format in Format::ALL {
+                let body = plain.rendered(shard).to_vec(format);
+                assert!(body.len() > 10_000);
+                assert_eq!(packed.rendered(shard).to_vec(format), body);
+                let gzip = packed.gzip_of(shard, format).finish(b"up 1\n").concat();
+                let mut gunzipped = Vec::new();
+                flate2::read::GzDecoder::new(&gzip[..])
+                    .read_to_end(&mut gunzipped)
+                    .unwrap();
+                assert_eq!(gunzipped, [&body[..], b"up 1\n"].concat());
+            }
+        }
     }
 
     #[test]
