@@ -358,7 +358,7 @@ fn output_error(path: &std::path::Path, error: std::io::Error) -> BackfillError 
 async fn list(
     account: &AccountConfig,
     client: &Client,
-    telemetry: &Telemetry,
+    telemetry: &Arc<Telemetry>,
     kind: Kind,
 ) -> Result<Vec<String>, BackfillError> {
     let deadline = Instant::now() + account.retry.max_elapsed;

@@ -230,7 +230,7 @@ pub struct AssetSet {
 
 /// Where a list's assets go as they are decoded: kept whole ([`AssetSet`]), or rendered at
 /// once and dropped (the snapshot's list builder).
-pub trait AssetSink {
+pub trait AssetSink: Send + 'static {
     /// One usable asset, in the order the API sent them, each name once.
     fn push(&mut self, asset: Asset);
 }
@@ -312,6 +312,8 @@ impl<S: AssetSink> AssetDecoder<S> {
 
 impl<S: AssetSink> BodyDecoder for AssetDecoder<S> {
     type Output = DecodedAssets<S>;
+    // A million items take seconds to map (and to render, for the poller's sink).
+    const HEAVY: bool = true;
 
     fn feed(&mut self, chunk: &[u8]) -> Result<(), DecodeError> {
         self.0.feed(chunk)

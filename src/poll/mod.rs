@@ -157,8 +157,11 @@ impl Poller {
         &self,
         endpoint: Endpoint,
         cycle: Cycle,
-        decode: impl Fn(&[u8]) -> Result<T, DecodeError>,
-    ) -> Result<T, FetchError> {
+        decode: impl Fn(&[u8]) -> Result<T, DecodeError> + Clone + Send + 'static,
+    ) -> Result<T, FetchError>
+    where
+        T: Send + 'static,
+    {
         let on_retry = |error: &FetchError, delay| self.retrying(endpoint, error, delay);
         let result = self
             .account
@@ -398,7 +401,7 @@ impl Poller {
 /// `reputation_unrecognized_values_total`). The poller renders lists so; `backfill` keeps them.
 pub async fn fetch_list<S: AssetSink>(
     client: &Client,
-    telemetry: &Telemetry,
+    telemetry: &Arc<Telemetry>,
     kind: Kind,
     max_labels: usize,
     sink: impl Fn() -> S,
@@ -408,7 +411,7 @@ pub async fn fetch_list<S: AssetSink>(
     let endpoint = Endpoint::list(kind);
     let decoder = || ListBody {
         assets: AssetDecoder::new(kind, max_labels, sink()),
-        telemetry,
+        telemetry: telemetry.clone(),
     };
     client
         .call_streaming(endpoint, endpoint.path(), deadline, decoder, on_retry)
@@ -416,13 +419,14 @@ pub async fn fetch_list<S: AssetSink>(
 }
 
 /// A list's body decoded as it arrives, with the refusal rule at its end.
-struct ListBody<'t, S> {
+struct ListBody<S> {
     assets: AssetDecoder<S>,
-    telemetry: &'t Telemetry,
+    telemetry: Arc<Telemetry>,
 }
 
-impl<S: AssetSink> BodyDecoder for ListBody<'_, S> {
+impl<S: AssetSink> BodyDecoder for ListBody<S> {
     type Output = DecodedAssets<S>;
+    const HEAVY: bool = AssetDecoder::<S>::HEAVY;
 
     fn feed(&mut self, chunk: &[u8]) -> Result<(), DecodeError> {
         self.assets.feed(chunk)

@@ -55,7 +55,11 @@ mod tests {
 
     #[tokio::test]
     async fn packed_pieces_are_sent_as_their_lines_within_the_announced_length() {
-        let lines = ["a 1\n".repeat(5_000), "b 2\n".into(), "c 3\n".repeat(70_000)];
+        let lines = [
+            "a 1\n".repeat(5_000),
+            "b 2\n".into(),
+            "c 3\n".repeat(70_000),
+        ];
         let pieces = vec![
             Piece::Packed(Packed::new(lines[0].as_bytes())),
             Piece::Plain(Bytes::from(lines[1].clone())),

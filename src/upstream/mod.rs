@@ -5,6 +5,7 @@
 //! request and retry counted. [`Client::report`] is that call for one asset's report.
 
 pub mod auth;
+mod body;
 pub mod date;
 pub mod dto;
 mod json_array;
@@ -23,6 +24,9 @@ use crate::vocabulary::{Code, Endpoint, Secret};
 use auth::{Authorization, TokenError};
 use dto::{AssetReport, DecodeError};
 use retry::RetryPolicy;
+
+pub use body::{BATCH, BodyDecoder};
+use body::{Body, Read, Whole};
 
 /// Why a request gave nothing usable. Messages never hold the token.
 #[derive(Debug, thiserror::Error)]
@@ -253,13 +257,16 @@ impl Client {
         endpoint: Endpoint,
         path: &str,
         deadline: tokio::time::Instant,
-        decode: impl Fn(&[u8]) -> Result<T, DecodeError>,
+        decode: impl Fn(&[u8]) -> Result<T, DecodeError> + Clone + Send + 'static,
         on_retry: impl FnMut(&FetchError, Duration),
-    ) -> Result<T, FetchError> {
+    ) -> Result<T, FetchError>
+    where
+        T: Send + 'static,
+    {
         let whole = || Whole {
             body: BytesMut::new(),
             limit: self.max_body_bytes,
-            decode: &decode,
+            decode: decode.clone(),
         };
         self.call_streaming(endpoint, path, deadline, whole, on_retry)
             .await
@@ -335,13 +342,9 @@ impl Client {
 
     /// One request, its body fed to `decoder` as it arrives: the decoded value (or why the
     /// body could not be decoded), or why there was no usable answer.
-    async fn fetch<D: BodyDecoder>(
-        &self,
-        path: &str,
-        mut decoder: D,
-    ) -> Result<Result<D::Output, DecodeError>, FetchError> {
+    async fn fetch<D: BodyDecoder>(&self, path: &str, mut decoder: D) -> Read<D::Output> {
         let url = self.url(path);
-        let mut response = match &self.in_process {
+        let response = match &self.in_process {
             Some(service) => self.send_in_process(service, &url).await?,
             None => self
                 .http
@@ -373,21 +376,12 @@ impl Client {
             }
             decoder.expect(length);
         }
-        let mut read = 0u64;
-        while let Some(chunk) = response
-            .chunk()
-            .await
-            .map_err(|e| self.transport_error(e))?
-        {
-            read += chunk.len() as u64;
-            if read > self.max_body_bytes {
-                return Err(FetchError::TooLarge(self.max_body_bytes));
-            }
-            if let Err(e) = decoder.feed(&chunk) {
-                return Ok(Err(e));
-            }
-        }
-        Ok(decoder.finish())
+        let body = Body {
+            client: self,
+            response,
+            read: 0,
+        };
+        body.decode(decoder).await
     }
 
     /// One request answered by `service`, within `api.timeout` of Tokio's clock.
@@ -522,44 +516,6 @@ pub fn asset_path(name: &str) -> Option<String> {
         }
     }
     Some(out)
-}
-
-/// A body decoded as its bytes arrive.
-pub trait BodyDecoder {
-    /// What the body decodes to.
-    type Output;
-    /// The length the answer announces, before the first bytes.
-    fn expect(&mut self, _length: u64) {}
-    /// The next bytes; an error stops the reading and fails the request as `decode`.
-    fn feed(&mut self, chunk: &[u8]) -> Result<(), DecodeError>;
-    /// The body has ended.
-    fn finish(self) -> Result<Self::Output, DecodeError>;
-}
-
-/// A body collected whole, then decoded at once: the small answers (a report, the user, the
-/// system status).
-struct Whole<F> {
-    body: BytesMut,
-    limit: u64,
-    decode: F,
-}
-
-impl<T, F: FnOnce(&[u8]) -> Result<T, DecodeError>> BodyDecoder for Whole<F> {
-    type Output = T;
-
-    fn expect(&mut self, length: u64) {
-        self.body
-            .reserve(usize::try_from(length.min(self.limit)).unwrap_or(0));
-    }
-
-    fn feed(&mut self, chunk: &[u8]) -> Result<(), DecodeError> {
-        self.body.extend_from_slice(chunk);
-        Ok(())
-    }
-
-    fn finish(self) -> Result<T, DecodeError> {
-        (self.decode)(&self.body)
-    }
 }
 
 /// Installs ring as rustls' provider: reqwest is built without a default one (ring instead of
