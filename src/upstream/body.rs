@@ -158,3 +158,117 @@ fn joined<T>(result: Result<T, tokio::task::JoinError>) -> Result<T, FetchError>
         })),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::thread::ThreadId;
+    use std::time::Duration;
+
+    use super::*;
+    use crate::health::Health;
+    use crate::telemetry::Telemetry;
+    use crate::upstream::ClientOptions;
+    use crate::upstream::retry::RetryPolicy;
+    use crate::vocabulary::{Endpoint, Kind};
+
+    /// A heavy decoder that records what it was fed and where.
+    #[derive(Default)]
+    struct Recorder {
+        bytes: Vec<u8>,
+        threads: Vec<ThreadId>,
+        fail_at: Option<usize>,
+    }
+
+    impl BodyDecoder for Recorder {
+        type Output = (Vec<u8>, Vec<ThreadId>);
+        const HEAVY: bool = true;
+
+        fn feed(&mut self, chunk: &[u8]) -> Result<(), DecodeError> {
+            self.threads.push(std::thread::current().id());
+            self.bytes.extend_from_slice(chunk);
+            match self.fail_at {
+                Some(at) if self.bytes.len() >= at => Err(DecodeError {
+                    path: "$".into(),
+                    message: "enough".into(),
+                }),
+                _ => Ok(()),
+            }
+        }
+
+        fn finish(self) -> Result<Self::Output, DecodeError> {
+            Ok((self.bytes, self.threads))
+        }
+    }
+
+    /// A client of a server on 127.0.0.1 whose ip-list is `body`, sent in 64 KiB chunks.
+    async fn client_of(body: Vec<u8>) -> Client {
+        let chunks: Vec<Result<Bytes, std::convert::Infallible>> = body
+            .chunks(64 << 10)
+            .map(|chunk| Ok(Bytes::copy_from_slice(chunk)))
+            .collect();
+        let route = axum::routing::get(move || {
+            let chunks = chunks.clone();
+            async move { axum::body::Body::from_stream(futures_util::stream::iter(chunks)) }
+        });
+        let app = axum::Router::new().route(Endpoint::list(Kind::Ip).path(), route);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        let health = Arc::new(Health::new(&Endpoint::POLLED));
+        let options = ClientOptions {
+            base_url: format!("http://{address}").parse().unwrap(),
+            token: crate::vocabulary::Secret::new("t"),
+            token_file: None,
+            timeout: Duration::from_secs(30),
+            max_body_bytes: 1 << 30,
+            retry: RetryPolicy {
+                initial_delay: Duration::from_millis(10),
+                max_delay: Duration::from_millis(10),
+                max_elapsed: Duration::ZERO,
+            },
+            section: "api".into(),
+            in_process: None,
+        };
+        Client::new(options, Arc::new(Telemetry::new(health.clone())), health).unwrap()
+    }
+
+    async fn fetch(
+        client: &Client,
+        fail_at: Option<usize>,
+    ) -> Result<(Vec<u8>, Vec<ThreadId>), FetchError> {
+        let endpoint = Endpoint::list(Kind::Ip);
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        let recorder = || Recorder {
+            fail_at,
+            ..Recorder::default()
+        };
+        client
+            .call_streaming(endpoint, endpoint.path(), deadline, recorder, |_, _| {})
+            .await
+    }
+
+    #[tokio::test]
+    async fn a_heavy_decoder_gets_the_whole_body_in_order_off_the_async_thread() {
+        let body: Vec<u8> = (0..5_000_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        let client = client_of(body.clone()).await;
+        let (fed, threads) = fetch(&client, None).await.unwrap();
+        assert!(fed == body, "every byte, in order");
+        let here = std::thread::current().id();
+        assert!(!threads.is_empty());
+        assert!(
+            threads.iter().all(|thread| *thread != here),
+            "never on the runtime's thread"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_heavy_decoders_error_ends_the_reading() {
+        let client = client_of(vec![b' '; 5_000_000]).await;
+        let error = fetch(&client, Some(100_000)).await.unwrap_err();
+        assert!(
+            matches!(&error, FetchError::Decode(e) if e.message == "enough"),
+            "{error}"
+        );
+    }
+}
