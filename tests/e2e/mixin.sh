@@ -27,7 +27,7 @@ as_json() {
 
 render "$work/default"
 floor=$(jsonnet -e "(import 'mixin/mixin.libsonnet')._config.senderScoreFloor")
-landing=$(sed -n 's/^pub const LOW_SCORE: f64 = \([0-9]*\)\.0;$/\1/p' src/snapshot.rs)
+landing=$(sed -n 's/^pub const LOW_SCORE: f64 = \([0-9]*\)\.0;$/\1/p' src/snapshot/list.rs)
 [ "$floor" = "$landing" ] || fail "the landing page counts scores under $landing as low, the alert under $floor"
 for file in prometheus/alerts.yml prometheus/rules.yml prometheus/fleet/alerts-servers.yml \
     prometheus/fleet/alerts-global.yml grafana/dashboard.json kubernetes/prometheusrule.yaml; do
