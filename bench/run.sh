@@ -23,15 +23,9 @@ sizes=("$@")
 seconds=${BENCH_SECONDS:-10}
 polls=${BENCH_POLLS:-50}
 
-missing=()
-command -v nginx >/dev/null || missing+=(nginx)
-command -v wrk >/dev/null || missing+=(wrk)
-command -v curl >/dev/null || missing+=(curl)
-if [ ${#missing[@]} -gt 0 ]; then
-    echo "installing ${missing[*]}" >&2
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq && apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+# shellcheck source=bench/need.sh
+. bench/need.sh
+need nginx wrk curl
 
 cargo build --release --quiet --bin reputation-exporter --example poll_cost
 exporter=target/release/reputation-exporter

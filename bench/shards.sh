@@ -22,15 +22,9 @@ counts=("$@")
 [ ${#counts[@]} -gt 0 ] || counts=(8 16)
 poll_s=${POLL_S:-60}
 
-missing=()
-command -v nginx >/dev/null || missing+=(nginx)
-command -v prometheus >/dev/null || missing+=(prometheus)
-command -v curl >/dev/null || missing+=(curl)
-if [ ${#missing[@]} -gt 0 ]; then
-    echo "installing ${missing[*]}" >&2
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq && apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+# shellcheck source=bench/need.sh
+. bench/need.sh
+need nginx prometheus curl
 
 e2e_name=bench-shards
 # shellcheck source=tests/e2e/lib.sh
