@@ -233,7 +233,7 @@ pub async fn run(
     // With --demo, the simulated API serves as long as `_simulated` is held.
     let (client, _simulated) =
         accounts::connect(account, telemetry.clone(), health, &Upstreams::default()).await?;
-    let mut sink = Sink::open(options.destination, options.labels, account.retry)?;
+    let mut sink = Sink::open(options.destination, options.labels, account.retry).await?;
     let schedule = &account.reports;
     let mut targets = Vec::new();
     for kind in Kind::ALL {
@@ -291,7 +291,9 @@ enum Sink {
 }
 
 impl Sink {
-    fn open(
+    /// Opens the file, or reaches the receiver: before anything is fetched, so that a wrong
+    /// destination is said within seconds.
+    async fn open(
         destination: Destination,
         labels: Vec<(String, String)>,
         retry: RetryPolicy,
@@ -303,7 +305,7 @@ impl Sink {
             },
             Destination::RemoteWrite(settings) => {
                 let receiver = Receiver::new(*settings).map_err(BackfillError::Receiver)?;
-                Sink::RemoteWrite(RemoteWrite::start(receiver, retry, labels))
+                Sink::RemoteWrite(RemoteWrite::start(receiver, retry, labels).await?)
             }
         })
     }

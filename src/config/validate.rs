@@ -38,6 +38,7 @@ impl Settings {
             initial_delay: self.backoff.initial_delay,
             max_delay: self.backoff.max_delay,
             max_elapsed: self.backoff.max_elapsed,
+            retry_unreachable: true,
         };
         // Said after the accounts' own problems, in the order of the file's sections.
         let mut shared_problems = Vec::new();

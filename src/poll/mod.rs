@@ -214,6 +214,13 @@ impl Poller {
                 next_poll_in = %format_args!("{}s", next.as_secs()),
                 "gave up retrying until the next poll; {served}"
             ),
+            // A one-shot poll does not retry an API it cannot connect to at all.
+            None if error.is_unreachable() => warn!(
+                endpoint = endpoint.label(),
+                error = %error,
+                check = %self.account.client.setting("base_url"),
+                "no connection; {served}"
+            ),
             None => warn!(
                 endpoint = endpoint.label(),
                 error = %error,

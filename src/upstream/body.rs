@@ -226,6 +226,7 @@ mod tests {
                 initial_delay: Duration::from_millis(10),
                 max_delay: Duration::from_millis(10),
                 max_elapsed: Duration::ZERO,
+                retry_unreachable: true,
             },
             section: "api".into(),
             in_process: None,

@@ -8,8 +8,10 @@ pub mod auth;
 mod body;
 pub mod date;
 pub mod dto;
+mod error;
 mod json_array;
 pub mod retry;
+mod tls;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -23,103 +25,13 @@ use crate::telemetry::Telemetry;
 use crate::vocabulary::{Code, Endpoint, Secret};
 use auth::{Authorization, TokenError};
 use dto::{AssetReport, DecodeError};
-use retry::RetryPolicy;
+use retry::{RetryPolicy, parse_retry_after};
 
 pub use body::{BATCH, BodyDecoder};
 use body::{Body, Read, Whole};
-
-/// Why a request gave nothing usable. Messages never hold the token.
-#[derive(Debug, thiserror::Error)]
-pub enum FetchError {
-    /// 401 or 403.
-    #[error("the API rejected the token (HTTP {0})")]
-    Rejected(StatusCode),
-    /// Any other status than 200.
-    #[error("the API answered HTTP {status}")]
-    Status {
-        /// The status.
-        status: StatusCode,
-        /// `Retry-After`, when the answer had one.
-        retry_after: Option<Duration>,
-    },
-    /// No answer within `api.timeout`.
-    #[error("no answer within {0:?} (api.timeout)")]
-    Timeout(Duration),
-    /// No connection, or the connection broke.
-    #[error("cannot reach the API: {message}")]
-    Connect {
-        /// What went wrong, as the HTTP client says it.
-        message: String,
-        /// Whether the connection was refused (nothing listens at the address).
-        refused: bool,
-    },
-    /// A redirect to another scheme, host or port, which is not followed: the token and the
-    /// answer stay with the configured origin.
-    #[error("the API redirected to another origin, {0}; not followed")]
-    Redirect(String),
-    /// The body is larger than `api.max_body_bytes`.
-    #[error("the body is larger than api.max_body_bytes ({0} bytes)")]
-    TooLarge(u64),
-    /// The body is not what the endpoint returns.
-    #[error("the body is not valid: {0}")]
-    Decode(#[from] DecodeError),
-    /// An asset whose name cannot be requested as one path segment.
-    #[error("`{0}` cannot be requested as one path segment")]
-    NotRequestable(String),
-}
-
-impl FetchError {
-    /// Whether the API said it is rate-limiting (429 Too Many Requests).
-    pub fn is_rate_limit(&self) -> bool {
-        matches!(self, FetchError::Status { status, .. } if *status == StatusCode::TOO_MANY_REQUESTS)
-    }
-
-    /// How long the server asked to wait (`Retry-After`), when it did.
-    pub fn retry_after(&self) -> Option<Duration> {
-        match self {
-            FetchError::Status { retry_after, .. } => *retry_after,
-            _ => None,
-        }
-    }
-
-    /// The kind of failure: what the landing page, the log's streaks and the `code` label
-    /// go by.
-    pub fn failure(&self) -> Failure {
-        match self {
-            FetchError::Rejected(status) => Failure::Rejected(status.as_u16()),
-            FetchError::Status { status, .. } => Failure::Status(status.as_u16()),
-            FetchError::Timeout(_) => Failure::Timeout,
-            FetchError::Connect { refused: true, .. } => Failure::Refused,
-            FetchError::Connect { .. } => Failure::Connect,
-            FetchError::Redirect(_) => Failure::Redirect,
-            FetchError::TooLarge(_) => Failure::TooLarge,
-            FetchError::Decode(_) => Failure::Decode,
-            FetchError::NotRequestable(_) => Failure::NotRequestable,
-        }
-    }
-
-    /// Whether the API does not know what was asked for (404): for an asset report, the asset
-    /// is gone.
-    pub fn is_not_found(&self) -> bool {
-        matches!(self, FetchError::Status { status, .. } if *status == StatusCode::NOT_FOUND)
-    }
-
-    /// Whether trying again soon may help: 5xx, 429, timeouts and connection errors.
-    pub fn is_transient(&self) -> bool {
-        match self {
-            // 429: a rate limit (a gateway's, or the API's own) says "later", as 503 does.
-            FetchError::Status { status, .. } => {
-                status.is_server_error() || *status == StatusCode::TOO_MANY_REQUESTS
-            }
-            FetchError::Timeout(_) | FetchError::Connect { .. } => true,
-            FetchError::Rejected(_)
-            | FetchError::Redirect(_)
-            | FetchError::TooLarge(_)
-            | FetchError::Decode(_)
-            | FetchError::NotRequestable(_) => false,
-        }
-    }
-}
+pub use error::{Connection, FetchError};
+pub use tls::install_crypto_provider;
+pub(crate) use tls::{tls_error, tls_in_words};
 
 /// Most redirects followed within the configured origin.
 const MAX_REDIRECTS: usize = 10;
@@ -397,7 +309,7 @@ impl Client {
             .body(axum::body::Body::empty())
             .map_err(|e| FetchError::Connect {
                 message: e.to_string(),
-                refused: false,
+                connection: Connection::NotMade,
             })?;
         let answer = async {
             let response = match service.clone().oneshot(request).await {
@@ -432,71 +344,33 @@ impl Client {
         }
         // reqwest's messages name the URL, which holds no secret; the header is never in them.
         let mut message = error.to_string();
-        let mut refused = false;
+        let mut connection = match error.is_connect() {
+            true => Connection::NotMade,
+            false => Connection::Broken,
+        };
         let mut source = std::error::Error::source(&error);
         while let Some(cause) = source {
             let io = cause.downcast_ref::<std::io::Error>();
-            refused |= io.is_some_and(|e| e.kind() == std::io::ErrorKind::ConnectionRefused);
+            if io.is_some_and(|e| e.kind() == std::io::ErrorKind::ConnectionRefused) {
+                connection = Connection::Refused;
+            }
             if let Some(words) =
                 tls_error(cause).and_then(|e| tls_in_words(e, &self.setting("base_url")))
             {
                 return FetchError::Connect {
                     message: format!("{}: {words}", self.base),
-                    refused: false,
+                    connection: Connection::NotMade,
                 };
             }
             message.push_str(": ");
             message.push_str(&cause.to_string());
             source = cause.source();
         }
-        FetchError::Connect { message, refused }
+        FetchError::Connect {
+            message,
+            connection,
+        }
     }
-}
-
-/// The TLS failure behind `error`: the error itself, or the inner error of an io::Error (which
-/// `source` skips), however deeply io::Errors wrap it.
-pub(crate) fn tls_error<'a>(
-    error: &'a (dyn std::error::Error + 'static),
-) -> Option<&'a rustls::Error> {
-    if let Some(tls) = error.downcast_ref::<rustls::Error>() {
-        return Some(tls);
-    }
-    let inner: &(dyn std::error::Error + 'static) =
-        error.downcast_ref::<std::io::Error>()?.get_ref()?;
-    tls_error(inner)
-}
-
-/// The common TLS failures in words that say what to check; `None` for the others, which keep
-/// the TLS library's own words.
-pub(crate) fn tls_in_words(error: &rustls::Error, base_url: &str) -> Option<String> {
-    use rustls::{CertificateError, InvalidMessage};
-    Some(match error {
-        rustls::Error::InvalidMessage(InvalidMessage::InvalidContentType) => format!(
-            "the server does not speak TLS at this address (an https:// URL on a plain-HTTP \
-             port?); check the scheme of {base_url}"
-        ),
-        rustls::Error::InvalidCertificate(certificate) => match certificate {
-            CertificateError::UnknownIssuer => "the server's TLS certificate is not signed by \
-                 an authority this system trusts (self-signed, or a private CA missing from the \
-                 system's trust store)"
-                .to_owned(),
-            CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. } => {
-                format!(
-                    "the server's TLS certificate is not valid for this host name; check the \
-                     host in {base_url}"
-                )
-            }
-            CertificateError::Expired | CertificateError::ExpiredContext { .. } => {
-                "the server's TLS certificate has expired".to_owned()
-            }
-            CertificateError::NotValidYet | CertificateError::NotValidYetContext { .. } => {
-                "the server's TLS certificate is not valid yet (is this machine's clock right?)"
-                    .to_owned()
-            }
-            _ => return None,
-        },
-        _ => return None,
-    })
 }
 
 /// The path of one asset's report: the name percent-encoded as one path segment, so that
@@ -518,23 +392,6 @@ pub fn asset_path(name: &str) -> Option<String> {
     Some(out)
 }
 
-/// Installs ring as rustls' provider: reqwest is built without a default one (ring instead of
-/// aws-lc, lighter to build). Installing it twice is harmless.
-pub fn install_crypto_provider() {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-}
-
-/// Reads `Retry-After` in both forms: delta-seconds, or an HTTP date (a date already past means
-/// no wait).
-pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
-    let value = value.trim();
-    if let Ok(seconds) = value.parse::<u64>() {
-        return Some(Duration::from_secs(seconds));
-    }
-    let date = httpdate::parse_http_date(value).ok()?;
-    Some(date.duration_since(now).unwrap_or(Duration::ZERO))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -553,56 +410,5 @@ mod tests {
         assert_eq!(segment(".."), None);
         assert_eq!(segment("."), None);
         assert_eq!(segment(""), None);
-    }
-
-    #[test]
-    fn the_common_tls_failures_say_what_to_check() {
-        use rustls::{CertificateError, InvalidMessage};
-        let words = |e| tls_in_words(&e, "accounts.us.base_url");
-        assert_eq!(
-            words(rustls::Error::InvalidMessage(
-                InvalidMessage::InvalidContentType
-            ))
-            .unwrap(),
-            "the server does not speak TLS at this address (an https:// URL on a plain-HTTP \
-             port?); check the scheme of accounts.us.base_url"
-        );
-        assert_eq!(
-            words(rustls::Error::InvalidCertificate(
-                CertificateError::NotValidForName
-            ))
-            .unwrap(),
-            "the server's TLS certificate is not valid for this host name; check the host in \
-             accounts.us.base_url"
-        );
-        assert_eq!(
-            words(rustls::Error::InvalidCertificate(CertificateError::Expired)).unwrap(),
-            "the server's TLS certificate has expired"
-        );
-        assert!(
-            words(rustls::Error::InvalidCertificate(
-                CertificateError::UnknownIssuer
-            ))
-            .unwrap()
-            .starts_with("the server's TLS certificate is not signed by an authority")
-        );
-        assert_eq!(words(rustls::Error::DecryptError), None);
-    }
-
-    #[test]
-    fn retry_after_is_read_as_seconds_or_as_an_http_date() {
-        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_784_000_000);
-        assert_eq!(
-            parse_retry_after("120", now),
-            Some(Duration::from_secs(120))
-        );
-        let later = httpdate::fmt_http_date(now + Duration::from_secs(90));
-        assert_eq!(
-            parse_retry_after(&later, now),
-            Some(Duration::from_secs(90))
-        );
-        let earlier = httpdate::fmt_http_date(now - Duration::from_secs(90));
-        assert_eq!(parse_retry_after(&earlier, now), Some(Duration::ZERO));
-        assert_eq!(parse_retry_after("soon", now), None);
     }
 }

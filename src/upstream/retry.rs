@@ -8,7 +8,7 @@
 //! `max_elapsed` or after the endpoint's next scheduled poll. The API's requests and
 //! `backfill`'s remote-write requests retry by the same rules.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use backon::{ExponentialBuilder, Retryable as _};
 use tokio::time::Instant;
@@ -25,6 +25,9 @@ pub trait Transient {
     fn is_transient(&self) -> bool;
     /// The server's `Retry-After`, when it sent one.
     fn retry_after(&self) -> Option<Duration>;
+    /// Whether no connection could be made at all (refused, no such host, TLS refused): a
+    /// one-shot command gives its verdict at once instead of retrying.
+    fn is_unreachable(&self) -> bool;
 }
 
 impl Transient for FetchError {
@@ -34,6 +37,10 @@ impl Transient for FetchError {
 
     fn retry_after(&self) -> Option<Duration> {
         FetchError::retry_after(self)
+    }
+
+    fn is_unreachable(&self) -> bool {
+        FetchError::is_unreachable(self)
     }
 }
 
@@ -46,16 +53,21 @@ pub struct RetryPolicy {
     pub max_delay: Duration,
     /// Time after the first attempt past which no attempt starts.
     pub max_elapsed: Duration,
+    /// Whether a server that cannot be reached at all is tried again: the daemon waits for an
+    /// API that restarts; a one-shot command ([`RetryPolicy::once`]) says so at once.
+    pub retry_unreachable: bool,
 }
 
 impl RetryPolicy {
-    /// The policy of `--once`: one short round of retries, so that an unreachable API is
-    /// reported within seconds rather than after the daemon's patient backoff.
+    /// The policy of a one-shot command (`--once`, `backfill`'s first contact with its
+    /// receiver): a server that cannot be reached is reported at once, and other transient
+    /// failures get one short round of retries rather than the daemon's patient backoff.
     pub fn once(self) -> RetryPolicy {
         RetryPolicy {
             initial_delay: self.initial_delay.min(Duration::from_millis(500)),
             max_delay: self.max_delay.min(Duration::from_secs(2)),
             max_elapsed: self.max_elapsed.min(Duration::from_secs(10)),
+            retry_unreachable: false,
         }
     }
 
@@ -109,7 +121,9 @@ impl RetryPolicy {
         attempt
             .retry(schedule)
             .sleep(tokio::time::sleep)
-            .when(E::is_transient)
+            .when(|error| {
+                error.is_transient() && (self.retry_unreachable || !error.is_unreachable())
+            })
             .adjust(|error, ceiling| {
                 let delay = self.delay(error.retry_after(), ceiling?, fastrand::f64());
                 (Instant::now() + delay < give_up_at).then_some(delay)
@@ -128,6 +142,17 @@ impl RetryPolicy {
     }
 }
 
+/// Reads `Retry-After` in both forms: delta-seconds, or an HTTP date (a date already past means
+/// no wait).
+pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
+    let value = value.trim();
+    if let Ok(seconds) = value.parse::<u64>() {
+        return Some(Duration::from_secs(seconds));
+    }
+    let date = httpdate::parse_http_date(value).ok()?;
+    Some(date.duration_since(now).unwrap_or(Duration::ZERO))
+}
+
 #[cfg(test)]
 mod tests {
     use std::cell::RefCell;
@@ -136,11 +161,13 @@ mod tests {
     use reqwest::StatusCode;
 
     use super::*;
+    use crate::upstream::Connection;
 
     const POLICY: RetryPolicy = RetryPolicy {
         initial_delay: Duration::from_secs(1),
         max_delay: Duration::from_secs(8),
         max_elapsed: Duration::from_secs(60),
+        retry_unreachable: true,
     };
 
     fn unavailable(retry_after: Option<Duration>) -> FetchError {
@@ -186,7 +213,7 @@ mod tests {
             Err(FetchError::Timeout(Duration::from_secs(30))),
             Err(FetchError::Connect {
                 message: "refused".into(),
-                refused: true,
+                connection: Connection::Refused,
             }),
             Err(unavailable(None)),
             Ok(7),
@@ -279,5 +306,22 @@ mod tests {
             *times.last().unwrap() < Duration::from_secs(10),
             "{times:?}"
         );
+    }
+
+    #[test]
+    fn retry_after_is_read_as_seconds_or_as_an_http_date() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_784_000_000);
+        assert_eq!(
+            parse_retry_after("120", now),
+            Some(Duration::from_secs(120))
+        );
+        let later = httpdate::fmt_http_date(now + Duration::from_secs(90));
+        assert_eq!(
+            parse_retry_after(&later, now),
+            Some(Duration::from_secs(90))
+        );
+        let earlier = httpdate::fmt_http_date(now - Duration::from_secs(90));
+        assert_eq!(parse_retry_after(&earlier, now), Some(Duration::ZERO));
+        assert_eq!(parse_retry_after("soon", now), None);
     }
 }

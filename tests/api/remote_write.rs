@@ -1,6 +1,6 @@
 //! `backfill --remote-write` against a receiver the test scripts: what is sent (decoded with the
 //! same crates, compared with the file the same history gives), which answers are retried and
-//! how, and where each credential goes.
+//! how, where each credential goes, and how soon a receiver that cannot be used is said.
 
 use std::collections::{BTreeSet, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -13,6 +13,7 @@ use axum::response::IntoResponse;
 use prost::Message as _;
 use reputation_exporter::backfill::remote_write::proto::{MetricType, WriteRequest};
 use reputation_exporter::demo::SimulatedApi;
+use tokio::sync::oneshot;
 
 use crate::backfill::{NOV_1, backfill, known_history, run_backfill};
 use crate::helpers::exporter;
@@ -30,11 +31,21 @@ type Answer = (u16, Option<&'static str>, &'static str);
 
 #[derive(Default)]
 struct Script {
+    /// Answers to the requests that carry samples, in order; 204 after them.
     answers: VecDeque<Answer>,
+    /// The requests that carry samples.
     arrivals: Vec<Arrival>,
+    /// The empty requests: the check made before anything is fetched.
+    probes: Vec<Arrival>,
+    /// Requests to another path or with another method than POST /api/v1/write.
+    misses: usize,
+    /// When set, the next probe is answered only once the listener is closed: the stop
+    /// signal to send, and the word that the listener is closed.
+    close_after_probe: Option<(oneshot::Sender<()>, oneshot::Receiver<()>)>,
 }
 
-/// A remote-write receiver on a loopback port: answers from the script in order, then 204.
+/// A remote-write receiver on a loopback port: answers from the script in order, then 204;
+/// empty requests (the probe) are always taken.
 #[derive(Clone, Default)]
 struct Receiver(Arc<Mutex<Script>>);
 
@@ -45,14 +56,46 @@ impl Receiver {
         receiver
     }
 
+    fn app(&self) -> axum::Router {
+        axum::Router::new()
+            .route("/api/v1/write", axum::routing::post(take))
+            .route("/api/v1/read", axum::routing::post(not_allowed))
+            .fallback(miss)
+            .with_state(self.clone())
+    }
+
     async fn spawn(&self) -> String {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let address = listener.local_addr().unwrap();
-        let app = axum::Router::new()
-            .route("/api/v1/write", axum::routing::post(take))
-            .with_state(self.clone());
-        tokio::spawn(async move { axum::serve(listener, app).await });
+        tokio::spawn(self.serve(listener, std::future::pending()));
         format!("http://{address}/api/v1/write")
+    }
+
+    /// Serves `listener` until `stop` completes, then closes it: new connections are refused.
+    fn serve(
+        &self,
+        listener: tokio::net::TcpListener,
+        stop: impl Future<Output = ()> + Send + 'static,
+    ) -> impl Future<Output = ()> + Send + 'static {
+        let app = self.app();
+        async move {
+            tokio::pin!(stop);
+            loop {
+                let stream = tokio::select! {
+                    accepted = listener.accept() => match accepted {
+                        Ok((stream, _)) => stream,
+                        Err(_) => return,
+                    },
+                    () = &mut stop => return,
+                };
+                let service = hyper_util::service::TowerToHyperService::new(app.clone());
+                tokio::spawn(async move {
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                        .await;
+                });
+            }
+        }
     }
 
     /// Serves over TLS with a self-signed certificate for localhost; returns the URL and the
@@ -61,9 +104,7 @@ impl Receiver {
         let (acceptor, ca) = crate::helpers::self_signed_tls();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
-        let app = axum::Router::new()
-            .route("/api/v1/write", axum::routing::post(take))
-            .with_state(self.clone());
+        let app = self.app();
         tokio::spawn(async move {
             while let Ok((stream, _)) = listener.accept().await {
                 let (acceptor, app) = (acceptor.clone(), app.clone());
@@ -84,6 +125,14 @@ impl Receiver {
     fn arrivals(&self) -> Vec<Arrival> {
         self.0.lock().unwrap().arrivals.clone()
     }
+
+    fn probes(&self) -> Vec<Arrival> {
+        self.0.lock().unwrap().probes.clone()
+    }
+
+    fn misses(&self) -> usize {
+        self.0.lock().unwrap().misses
+    }
 }
 
 async fn take(
@@ -91,18 +140,46 @@ async fn take(
     headers: HeaderMap,
     body: Bytes,
 ) -> impl IntoResponse {
-    let mut script = receiver.0.lock().unwrap();
-    script.arrivals.push(Arrival {
+    let arrival = Arrival {
         headers,
         body,
         at: Instant::now(),
-    });
+    };
+    if decode(&arrival).timeseries.is_empty() {
+        let close = {
+            let mut script = receiver.0.lock().unwrap();
+            script.probes.push(arrival);
+            script.close_after_probe.take()
+        };
+        if let Some((stop, closed)) = close {
+            // The listener is closed before the answer leaves, and this connection after it:
+            // the next request is refused.
+            stop.send(()).unwrap();
+            closed.await.unwrap();
+            let mut answer = HeaderMap::new();
+            answer.insert("connection", "close".parse().unwrap());
+            return (StatusCode::NO_CONTENT, answer, "");
+        }
+        return (StatusCode::NO_CONTENT, HeaderMap::new(), "");
+    }
+    let mut script = receiver.0.lock().unwrap();
+    script.arrivals.push(arrival);
     let (status, retry_after, message) = script.answers.pop_front().unwrap_or((204, None, ""));
     let mut answer = HeaderMap::new();
     if let Some(seconds) = retry_after {
         answer.insert("retry-after", seconds.parse().unwrap());
     }
     (StatusCode::from_u16(status).unwrap(), answer, message)
+}
+
+async fn miss(State(receiver): State<Receiver>) -> StatusCode {
+    receiver.0.lock().unwrap().misses += 1;
+    StatusCode::NOT_FOUND
+}
+
+async fn not_allowed(State(receiver): State<Receiver>) -> StatusCode {
+    receiver.0.lock().unwrap().misses += 1;
+    StatusCode::METHOD_NOT_ALLOWED
 }
 
 /// A request's body as the receiver reads it: snappy (block format), then protobuf.
@@ -213,6 +290,12 @@ async fn the_history_goes_as_remote_write_1_0_sample_for_sample_as_the_file_hold
     );
     let arrivals = receiver.arrivals();
     assert_eq!(arrivals.len(), 1, "six samples make one request");
+    // Before them, one empty request: the check that the receiver takes remote write.
+    let probes = receiver.probes();
+    assert_eq!(probes.len(), 1, "{said}");
+    assert_eq!(decode(&probes[0]), WriteRequest::default());
+    assert!(probes[0].at <= arrivals[0].at);
+    assert_eq!(probes[0].headers["content-encoding"], "snappy");
     let headers = &arrivals[0].headers;
     assert_eq!(headers["content-encoding"], "snappy");
     assert_eq!(headers["content-type"], "application/x-protobuf");
@@ -385,7 +468,10 @@ async fn each_credential_goes_only_to_its_own_server_and_into_no_message() {
     assert_eq!(arrivals.len(), 1, "{said}");
     assert_eq!(arrivals[0].headers["authorization"], "Bearer rw-s3cret");
     assert_eq!(arrivals[0].headers["x-scope-orgid"], "tenant-mail");
-    for (name, value) in &arrivals[0].headers {
+    let probe = &receiver.probes()[0];
+    assert_eq!(probe.headers["authorization"], "Bearer rw-s3cret");
+    assert_eq!(probe.headers["x-scope-orgid"], "tenant-mail");
+    for (name, value) in arrivals[0].headers.iter().chain(&probe.headers) {
         let value = value.to_str().unwrap_or_default();
         assert!(
             !value.contains("demo-token"),
@@ -475,7 +561,7 @@ async fn a_private_ca_is_given_with_ca_file_and_without_it_the_run_stops_at_once
         "{said}"
     );
     assert!(said.contains("--remote-write.ca-file FILE (PEM)"), "{said}");
-    assert!(receiver.arrivals().is_empty());
+    assert!(receiver.arrivals().is_empty() && receiver.probes().is_empty());
     // Not retried (the default backoff would go on for ten minutes).
     assert!(!said.contains("retrying"), "{said}");
 
@@ -484,4 +570,178 @@ async fn a_private_ca_is_given_with_ca_file_and_without_it_the_run_stops_at_once
     assert_eq!(code, Some(1), "the 404 asset only: {said}");
     assert_eq!(points(&receiver.arrivals()).len(), 6, "{said}");
     std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// Runs `backfill --remote-write URL` against `api` in the background; its stderr comes line by
+/// line on the channel as it is written.
+async fn start_sending(
+    api: &SimulatedApi,
+    url: &str,
+    env: &[(&str, &str)],
+) -> (std::process::Child, std::sync::mpsc::Receiver<String>) {
+    use std::io::BufRead as _;
+    let base_url = api.spawn().await.unwrap();
+    let mut command = exporter();
+    command
+        .args(["backfill", "--skip-recent", "0s", "--remote-write", url])
+        .env("REPUTATION_EXPORTER_API__BASE_URL", &base_url)
+        .env("REPUTATION_EXPORTER_API__TOKEN", "demo-token")
+        .envs(env.iter().copied())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped());
+    let mut child = command.spawn().unwrap();
+    let stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let (lines, received) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in stderr.lines().map_while(Result::ok) {
+            if lines.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    (child, received)
+}
+
+/// The lines `child` writes until it exits, and its exit code; fails the test when it runs
+/// longer than `limit`.
+async fn exit_within(
+    mut child: std::process::Child,
+    lines: std::sync::mpsc::Receiver<String>,
+    limit: Duration,
+) -> (Option<i32>, String) {
+    tokio::task::spawn_blocking(move || {
+        let deadline = Instant::now() + limit;
+        let mut said = String::new();
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match lines.recv_timeout(left) {
+                Ok(line) => {
+                    said.push_str(&line);
+                    said.push('\n');
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                    let _ = child.kill();
+                    panic!("backfill still ran {limit:?} after it started: {said}");
+                }
+            }
+        }
+        let status = child.wait().unwrap();
+        (status.code(), said)
+    })
+    .await
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_receiver_nothing_listens_for_stops_the_run_at_once_before_the_api_is_asked() {
+    // A port that was free a moment ago: nothing listens there, the connection is refused.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("http://127.0.0.1:{port}/api/v1/write");
+    let api = known_history();
+    let (child, lines) = start_sending(&api, &url, &[]).await;
+    let (code, said) = exit_within(child, lines, Duration::from_secs(10)).await;
+    assert_eq!(code, Some(1), "{said}");
+    let errors: Vec<&str> = said.lines().filter(|l| l.contains("level=error")).collect();
+    assert_eq!(errors.len(), 1, "one line says it: {said}");
+    assert!(
+        errors[0].contains(&format!(
+            "msg=\"remote write to {url}: cannot reach the receiver: "
+        )) && errors[0].contains("Connection refused")
+            && errors[0].contains(
+                "Check the host and port of --remote-write, and that the receiver runs there. \
+                 Nothing was fetched or sent.\""
+            ),
+        "{said}"
+    );
+    assert!(!said.contains("retrying"), "not retried: {said}");
+    assert_eq!(api.requests("/api/v1/ip-list"), 0, "the API was not asked");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_path_that_takes_no_remote_write_404_or_405_stops_the_run_at_once_naming_the_paths() {
+    for (path, status) in [
+        ("/api/v1/writ", "HTTP 404 Not Found"),
+        ("/api/v1/read", "HTTP 405 Method Not Allowed"),
+    ] {
+        let receiver = Receiver::default();
+        let url = receiver.spawn().await.replace("/api/v1/write", path);
+        let api = known_history();
+        let (child, lines) = start_sending(&api, &url, &[]).await;
+        let (code, said) = exit_within(child, lines, Duration::from_secs(10)).await;
+        assert_eq!(code, Some(1), "{said}");
+        assert!(
+            said.contains(&format!(
+                "msg=\"remote write to {url}: the receiver answered {status}: (no message). \
+                 Nothing takes remote write at this path: check the path of --remote-write. \
+                 Prometheus takes /api/v1/write"
+            )),
+            "{said}"
+        );
+        assert_eq!(receiver.misses(), 1, "asked once: {said}");
+        assert!(receiver.arrivals().is_empty());
+        assert_eq!(api.requests("/api/v1/ip-list"), 0, "the API was not asked");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_receiver_that_goes_away_after_the_first_request_is_waited_for_and_takes_everything() {
+    let receiver = Receiver::default();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let (stop, stopped) = oneshot::channel::<()>();
+    let (closed, is_closed) = oneshot::channel();
+    receiver.0.lock().unwrap().close_after_probe = Some((stop, is_closed));
+    let serving = receiver.serve(listener, async move {
+        let _ = stopped.await;
+    });
+    tokio::spawn(async move {
+        serving.await;
+        let _ = closed.send(());
+    });
+    let url = format!("http://{address}/api/v1/write");
+    let api = known_history();
+    let retries = [
+        ("REPUTATION_EXPORTER_BACKOFF__INITIAL_DELAY", "10ms"),
+        ("REPUTATION_EXPORTER_BACKOFF__MAX_DELAY", "200ms"),
+    ];
+    let (child, lines) = start_sending(&api, &url, &retries).await;
+
+    // Taken the probe, the receiver is gone: the first request with samples is refused and
+    // retried, as a receiver restarting mid-run is.
+    let mut said = String::new();
+    let refused = tokio::task::spawn_blocking(move || {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while let Ok(line) = lines.recv_timeout(deadline.saturating_duration_since(Instant::now()))
+        {
+            let retried = line.contains("msg=\"remote write: retrying a request\"")
+                && line.contains("Connection refused");
+            said.push_str(&line);
+            said.push('\n');
+            if retried {
+                return (lines, said);
+            }
+        }
+        panic!("no retry of a refused request within 60 s: {said}");
+    });
+    let (lines, said_before) = refused.await.unwrap();
+    assert_eq!(receiver.probes().len(), 1, "{said_before}");
+    assert!(receiver.arrivals().is_empty(), "{said_before}");
+
+    // Back on the same address: the retries reach it and the run completes.
+    let listener = tokio::net::TcpListener::bind(address).await.unwrap();
+    tokio::spawn(receiver.serve(listener, std::future::pending()));
+    let (code, said) = exit_within(child, lines, Duration::from_secs(60)).await;
+    assert_eq!(code, Some(1), "the 404 asset only: {said_before}{said}");
+    assert_eq!(points(&receiver.arrivals()).len(), 6, "{said}");
+    assert!(
+        said.contains("remote write: 6 samples in 1 requests ("),
+        "{said}"
+    );
+    assert!(!said.contains(", 0 retries"), "{said}");
+    assert!(!said.contains("level=error"), "{said}");
 }

@@ -3,13 +3,16 @@
 //! VictoriaMetrics, Grafana Cloud) as Prometheus remote-write 1.0: protobuf `WriteRequest`s,
 //! snappy-compressed, one request at a time so that each series arrives in time order.
 //!
-//! Assets are added as their reports arrive; full requests go through a short queue to one
+//! Before anything is fetched, an empty request tells whether the receiver can be reached and
+//! takes remote write at that address: a one-shot command's verdict, within seconds. Then
+//! assets are added as their reports arrive; full requests go through a short queue to one
 //! delivery task, which encodes, compresses and posts them, retrying 5xx, 429 and broken
 //! connections with the exporter's backoff. Memory holds the queue, not the fleet.
 
 mod batch;
 pub mod proto;
 mod receiver;
+mod settings;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -28,7 +31,8 @@ use crate::upstream::retry::RetryPolicy;
 use crate::vocabulary::Kind;
 use batch::{Batcher, LIMITS};
 use proto::{Label, MetricMetadata, MetricType, Sample};
-pub use receiver::{Receiver, SendError, Settings};
+pub use receiver::{Receiver, SendError};
+pub use settings::Settings;
 
 /// Requests waiting for the delivery task: enough to keep it busy while reports arrive.
 const QUEUE: usize = 4;
@@ -92,20 +96,34 @@ impl Taken {
 
 /// Why the history could not all be sent.
 #[derive(Debug, thiserror::Error)]
-#[error(
-    "remote write to {url} failed: {error}{advice}\n(the receiver had accepted {} samples in {} \
-     requests before it)",
-    sent.samples,
-    sent.requests,
-    advice = error.advice(url).map(|a| format!("\n{a}")).unwrap_or_default()
-)]
-pub struct RemoteWriteError {
-    /// The receiver's address, without credentials.
-    pub url: String,
-    /// The last failure.
-    pub error: SendError,
-    /// What had been accepted before it.
-    pub sent: Sent,
+pub enum RemoteWriteError {
+    /// The receiver did not take the first, empty request: nothing was fetched or sent.
+    #[error(
+        "remote write to {url}: {error}.{advice} Nothing was fetched or sent.",
+        advice = error.advice(url).map(|a| format!(" {a}")).unwrap_or_default()
+    )]
+    Unusable {
+        /// The receiver's address, without credentials.
+        url: String,
+        /// Why.
+        error: SendError,
+    },
+    /// The receiver took the first request, then stopped taking them.
+    #[error(
+        "remote write to {url} failed: {error}{advice}\n(the receiver had accepted {} samples in \
+         {} requests before it)",
+        sent.samples,
+        sent.requests,
+        advice = error.advice(url).map(|a| format!("\n{a}")).unwrap_or_default()
+    )]
+    Failed {
+        /// The receiver's address, without credentials.
+        url: String,
+        /// The last failure.
+        error: SendError,
+        /// What had been accepted before it.
+        sent: Sent,
+    },
 }
 
 /// The history on its way to a receiver.
@@ -119,20 +137,43 @@ pub struct RemoteWrite {
 }
 
 impl RemoteWrite {
-    /// Starts delivering to `receiver`, each request retried by `retry`; every series carries
-    /// `labels` besides its own.
-    pub fn start(receiver: Receiver, retry: RetryPolicy, labels: Vec<(String, String)>) -> Self {
+    /// Checks that `receiver` takes remote write, then starts delivering to it, each request
+    /// retried by `retry`; every series carries `labels` besides its own.
+    ///
+    /// The check is one empty request with a one-shot command's policy: a receiver that cannot
+    /// be reached, or that answers 404 or 405 (a wrong port or path), fails it at once; one
+    /// that answers 5xx gets a short round of retries. Later requests, to a receiver that has
+    /// answered, are retried as patiently as the daemon's.
+    pub async fn start(
+        receiver: Receiver,
+        retry: RetryPolicy,
+        labels: Vec<(String, String)>,
+    ) -> Result<Self, RemoteWriteError> {
+        let first = retry.once();
+        first
+            .retry(
+                Instant::now() + first.max_elapsed,
+                || receiver.probe(),
+                |error: &SendError, delay: Duration| {
+                    warn!(error = %error, delay = ?delay, "remote write: retrying the first request");
+                },
+            )
+            .await
+            .map_err(|error| RemoteWriteError::Unusable {
+                url: receiver.shown().to_owned(),
+                error,
+            })?;
         let (queue, requests) = mpsc::channel(QUEUE);
         let taken = Arc::new(Taken::default());
         let delivery = tokio::spawn(deliver(receiver, retry, requests, taken.clone()));
-        RemoteWrite {
+        Ok(RemoteWrite {
             batcher: Batcher::new(LIMITS, metadata()),
             labels,
             written: Written::default(),
             queue,
             delivery,
             taken,
-        }
+        })
     }
 
     /// What the receiver has taken so far, updated as it goes.
@@ -233,7 +274,7 @@ async fn deliver(
     mut requests: mpsc::Receiver<proto::WriteRequest>,
     taken: Arc<Taken>,
 ) -> Result<Sent, RemoteWriteError> {
-    let failed = |error| RemoteWriteError {
+    let failed = |error| RemoteWriteError::Failed {
         url: receiver.shown().to_owned(),
         error,
         sent: taken.sent(),

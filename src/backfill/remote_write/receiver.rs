@@ -1,189 +1,21 @@
-//! The receiver: its address and credentials from the flags, checked before anything is
-//! fetched, and one request posted as remote-write 1.0 says.
-//!
-//! The receiver's credentials live in this client only, and the API's token in the API's client
-//! only: neither ever reaches the other's server, and no message shows either.
+//! The receiver's client: one request posted as remote-write 1.0 says, and what its failures
+//! mean (which are retried, what to do about the others).
 
-use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
-use reqwest::header::{self, HeaderMap, HeaderName, HeaderValue};
+use reqwest::header::{self, HeaderValue};
 use reqwest::{StatusCode, Url};
 
-use crate::config::cli::RemoteWriteArgs;
-use crate::upstream::auth::{check_token, read_token_file};
-use crate::upstream::retry::Transient;
-use crate::upstream::{install_crypto_provider, parse_retry_after, tls_error, tls_in_words};
-use crate::vocabulary::parse_duration;
+use super::Settings;
+use crate::upstream::retry::{Transient, parse_retry_after};
+use crate::upstream::{Connection, install_crypto_provider, tls_error, tls_in_words};
 
-/// Headers the exporter sets itself, or that only the credential flags may set: as
-/// Prometheus' `remote_write.headers` reserves them.
-const RESERVED: [&str; 14] = [
-    "authorization",
-    "host",
-    "content-encoding",
-    "content-length",
-    "content-type",
-    "user-agent",
-    "connection",
-    "keep-alive",
-    "proxy-authenticate",
-    "proxy-authorization",
-    "www-authenticate",
-    "accept-encoding",
-    "x-prometheus-remote-write-version",
-    "x-prometheus-scrape-timeout-seconds",
-];
+/// The longest wait for the answer to [`Receiver::probe`].
+const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Most of a refusal's body kept for the message.
 const MESSAGE_BYTES: usize = 1024;
-
-/// The receiver as the flags describe it, checked.
-#[derive(Debug, Clone)]
-pub struct Settings {
-    url: Url,
-    shown: String,
-    headers: HeaderMap,
-    roots: Option<Vec<reqwest::Certificate>>,
-    timeout: Duration,
-}
-
-impl Settings {
-    /// The receiver `--remote-write` names, with its options; `None` without the flag.
-    pub fn from_args(args: &RemoteWriteArgs) -> Result<Option<Settings>, String> {
-        let Some(url) = &args.url else {
-            return Ok(None);
-        };
-        let url = Url::parse(url).map_err(|e| format!("--remote-write {url}: {e}"))?;
-        if !matches!(url.scheme(), "http" | "https") {
-            return Err(format!(
-                "--remote-write {url}: the scheme must be http or https, not {}",
-                url.scheme()
-            ));
-        }
-        if !url.username().is_empty() || url.password().is_some() {
-            return Err("--remote-write: the URL holds credentials; give them with \
-                 --remote-write.basic-auth-username and --remote-write.basic-auth-password-file \
-                 (a URL is shown in messages, a password file never is)"
-                .into());
-        }
-        let mut shown = url.clone();
-        shown.set_query(None);
-        let shown = shown.to_string();
-        let mut headers = HeaderMap::new();
-        for text in &args.headers {
-            let (name, value) = header(text)?;
-            headers.append(name, value);
-        }
-        if let Some(file) = &args.bearer_token_file {
-            let token = secret(file, "--remote-write.bearer-token-file")?;
-            headers.insert(
-                header::AUTHORIZATION,
-                sensitive(
-                    &format!("Bearer {token}"),
-                    "--remote-write.bearer-token-file",
-                )?,
-            );
-        }
-        if let Some(user) = &args.basic_auth_username {
-            if user.contains(':') {
-                return Err(format!(
-                    "--remote-write.basic-auth-username {user}: a user name cannot hold `:`"
-                ));
-            }
-            let file = args.basic_auth_password_file.as_deref().ok_or(
-                "--remote-write.basic-auth-username needs --remote-write.basic-auth-password-file",
-            )?;
-            let password = secret(file, "--remote-write.basic-auth-password-file")?;
-            use base64::Engine as _;
-            let encoded =
-                base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
-            headers.insert(
-                header::AUTHORIZATION,
-                sensitive(
-                    &format!("Basic {encoded}"),
-                    "--remote-write.basic-auth-password-file",
-                )?,
-            );
-        }
-        let roots = args
-            .ca_file
-            .as_deref()
-            .map(|file| {
-                let pem = std::fs::read(file).map_err(|e| {
-                    format!(
-                        "--remote-write.ca-file: cannot read {}: {e}",
-                        file.display()
-                    )
-                })?;
-                match reqwest::Certificate::from_pem_bundle(&pem) {
-                    Ok(certs) if !certs.is_empty() => Ok(certs),
-                    _ => Err(format!(
-                        "--remote-write.ca-file: {} holds no PEM certificate",
-                        file.display()
-                    )),
-                }
-            })
-            .transpose()?;
-        let timeout =
-            parse_duration(&args.timeout).map_err(|e| format!("--remote-write.timeout {e}"))?;
-        if timeout.is_zero() {
-            return Err("--remote-write.timeout: must be longer than 0s".into());
-        }
-        Ok(Some(Settings {
-            url,
-            shown,
-            headers,
-            roots,
-            timeout,
-        }))
-    }
-}
-
-/// `--remote-write.header 'NAME: VALUE'`, checked.
-fn header(text: &str) -> Result<(HeaderName, HeaderValue), String> {
-    let (name, value) = text.split_once(':').ok_or_else(|| {
-        format!(
-            "--remote-write.header {text}: write it as 'NAME: VALUE', e.g. 'X-Scope-OrgID: mail'"
-        )
-    })?;
-    let name = HeaderName::from_bytes(name.trim().as_bytes()).map_err(|_| {
-        format!(
-            "--remote-write.header: `{}` is not a header name",
-            name.trim()
-        )
-    })?;
-    if RESERVED.contains(&name.as_str()) {
-        return Err(format!(
-            "--remote-write.header: {name} is set by the exporter itself{}",
-            if name == header::AUTHORIZATION {
-                "; give credentials with --remote-write.bearer-token-file or \
-                 --remote-write.basic-auth-username"
-            } else {
-                ""
-            }
-        ));
-    }
-    let value = sensitive(value.trim(), &format!("--remote-write.header {name}"))?;
-    Ok((name, value))
-}
-
-/// A header value no debug output shows.
-fn sensitive(text: &str, flag: &str) -> Result<HeaderValue, String> {
-    let mut value = HeaderValue::from_str(text)
-        .map_err(|_| format!("{flag}: holds characters that cannot be sent in a header"))?;
-    value.set_sensitive(true);
-    Ok(value)
-}
-
-/// A secret from a file: one trailing line break ignored, empty or control characters refused.
-fn secret(file: &Path, flag: &str) -> Result<String, String> {
-    let text = read_token_file(file).map_err(|e| format!("{flag}: {e}"))?;
-    check_token(text)
-        .map(|secret| secret.expose().to_owned())
-        .map_err(|e| format!("{flag}: the secret in {} {e}", file.display()))
-}
 
 /// Why a request was not taken.
 #[derive(Debug, thiserror::Error)]
@@ -202,8 +34,13 @@ pub enum SendError {
     #[error("no answer within {0:?} (--remote-write.timeout)")]
     Timeout(Duration),
     /// No connection, or it broke.
-    #[error("cannot reach the receiver: {0}")]
-    Connect(String),
+    #[error("cannot reach the receiver: {message}")]
+    Connect {
+        /// What went wrong, as the HTTP client says it.
+        message: String,
+        /// How far the connection got.
+        connection: Connection,
+    },
     /// The TLS handshake failed: the certificate, most often, which no retry changes.
     #[error("cannot reach the receiver over TLS: {0}")]
     Tls(String),
@@ -218,13 +55,27 @@ impl Transient for SendError {
             SendError::Answer {
                 status, message, ..
             } => {
-                // A 5xx that says the samples are too old says it again however often asked.
-                (status.is_server_error() && !too_old(message))
+                // A 5xx that says the samples are too old says it again however often asked,
+                // and a 501 says that no remote write is taken at this address.
+                (status.is_server_error()
+                    && *status != StatusCode::NOT_IMPLEMENTED
+                    && !too_old(message))
                     || *status == StatusCode::TOO_MANY_REQUESTS
             }
-            SendError::Timeout(_) | SendError::Connect(_) => true,
+            SendError::Timeout(_) | SendError::Connect { .. } => true,
             SendError::Tls(_) | SendError::Encode(_) => false,
         }
+    }
+
+    fn is_unreachable(&self) -> bool {
+        matches!(
+            self,
+            SendError::Tls(_)
+                | SendError::Connect {
+                    connection: Connection::Refused | Connection::NotMade,
+                    ..
+                }
+        )
     }
 
     fn retry_after(&self) -> Option<Duration> {
@@ -284,6 +135,16 @@ impl SendError {
                         .into(),
                 );
             }
+            SendError::Connect {
+                connection: Connection::Refused | Connection::NotMade,
+                ..
+            } => {
+                return Some(
+                    "Check the host and port of --remote-write, and that the receiver runs \
+                     there."
+                        .into(),
+                );
+            }
             _ => return None,
         };
         if too_old(message) {
@@ -316,8 +177,11 @@ impl SendError {
                  (for Mimir, also the tenant: --remote-write.header 'X-Scope-OrgID: NAME')."
                     .into(),
             ),
-            StatusCode::NOT_FOUND => Some(
-                "The receiver has no such path: Prometheus takes /api/v1/write (started with \
+            StatusCode::NOT_FOUND
+            | StatusCode::METHOD_NOT_ALLOWED
+            | StatusCode::NOT_IMPLEMENTED => Some(
+                "Nothing takes remote write at this path: check the path of --remote-write. \
+                 Prometheus takes /api/v1/write (started with \
                  --web.enable-remote-write-receiver), Mimir /api/v1/push, Thanos Receive \
                  /api/v1/receive, VictoriaMetrics /api/v1/write."
                     .into(),
@@ -382,13 +246,29 @@ impl Receiver {
 
     /// Posts one compressed `WriteRequest`.
     pub async fn post(&self, body: Bytes) -> Result<(), SendError> {
+        self.post_within(body, self.timeout).await
+    }
+
+    /// Posts an empty `WriteRequest`, which every receiver takes and stores nothing of, to
+    /// learn whether this one can be reached and takes remote write at this address; a
+    /// receiver that answers at all answers this at once, so it is given at most 10 s.
+    pub async fn probe(&self) -> Result<(), SendError> {
+        let empty = snap::raw::Encoder::new()
+            .compress_vec(&[])
+            .map_err(|e| SendError::Encode(e.to_string()))?;
+        let timeout = self.timeout.min(PROBE_TIMEOUT);
+        self.post_within(Bytes::from(empty), timeout).await
+    }
+
+    async fn post_within(&self, body: Bytes, timeout: Duration) -> Result<(), SendError> {
         let mut response = self
             .http
             .post(self.url.clone())
+            .timeout(timeout)
             .body(body)
             .send()
             .await
-            .map_err(|e| self.transport_error(e))?;
+            .map_err(|e| self.transport_error(e, timeout))?;
         let status = response.status();
         if status.is_success() {
             return Ok(());
@@ -412,10 +292,13 @@ impl Receiver {
         })
     }
 
-    fn transport_error(&self, error: reqwest::Error) -> SendError {
-        if error.is_timeout() {
-            return SendError::Timeout(self.timeout);
-        }
+    fn transport_error(&self, error: reqwest::Error, timeout: Duration) -> SendError {
+        // Before the timeout: a connection attempt that timed out is a connection not made.
+        let mut connection = match error.is_connect() {
+            true => Connection::NotMade,
+            false if error.is_timeout() => return SendError::Timeout(timeout),
+            false => Connection::Broken,
+        };
         // Without the URL (it is named once, in the final message); the headers are never in
         // an error.
         let error = error.without_url();
@@ -426,11 +309,18 @@ impl Receiver {
                 let words = tls_in_words(tls, "--remote-write");
                 return SendError::Tls(words.unwrap_or_else(|| tls.to_string()));
             }
+            let io = cause.downcast_ref::<std::io::Error>();
+            if io.is_some_and(|e| e.kind() == std::io::ErrorKind::ConnectionRefused) {
+                connection = Connection::Refused;
+            }
             message.push_str(": ");
             message.push_str(&cause.to_string());
             source = cause.source();
         }
-        SendError::Connect(message)
+        SendError::Connect {
+            message,
+            connection,
+        }
     }
 }
 
@@ -449,88 +339,6 @@ fn message(body: &[u8]) -> String {
 mod tests {
     use super::*;
 
-    fn args(url: &str) -> RemoteWriteArgs {
-        RemoteWriteArgs {
-            url: Some(url.to_owned()),
-            timeout: "30s".into(),
-            ..RemoteWriteArgs::default()
-        }
-    }
-
-    #[test]
-    fn headers_are_checked_and_reserved_ones_refused() {
-        let mut given = args("http://127.0.0.1:9090/api/v1/write");
-        given.headers = vec!["X-Scope-OrgID: team-mail".into()];
-        let settings = Settings::from_args(&given).unwrap().unwrap();
-        assert_eq!(settings.headers["x-scope-orgid"], "team-mail");
-        assert!(settings.headers["x-scope-orgid"].is_sensitive());
-        for (bad, says) in [
-            ("X-Scope-OrgID", "write it as 'NAME: VALUE'"),
-            (
-                "Authorization: Bearer x",
-                "--remote-write.bearer-token-file",
-            ),
-            ("Content-Encoding: gzip", "set by the exporter itself"),
-            ("Bad Name: x", "is not a header name"),
-        ] {
-            given.headers = vec![bad.into()];
-            let error = Settings::from_args(&given).unwrap_err();
-            assert!(error.contains(says), "{bad}: {error}");
-        }
-    }
-
-    #[test]
-    fn a_url_with_credentials_or_another_scheme_is_refused_without_showing_them() {
-        let error =
-            Settings::from_args(&args("http://me:hunter2@127.0.0.1/api/v1/write")).unwrap_err();
-        assert!(!error.contains("hunter2"), "{error}");
-        assert!(
-            error.contains("--remote-write.basic-auth-username"),
-            "{error}"
-        );
-        let error = Settings::from_args(&args("ftp://127.0.0.1/")).unwrap_err();
-        assert!(error.contains("http or https"), "{error}");
-        assert!(
-            Settings::from_args(&RemoteWriteArgs::default())
-                .unwrap()
-                .is_none()
-        );
-    }
-
-    #[test]
-    fn credential_files_become_an_authorization_header_no_debug_output_shows() {
-        let dir = std::env::temp_dir().join(format!("rexp-rw-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let token = dir.join("token");
-        std::fs::write(&token, "s3cret-rw\n").unwrap();
-        let mut given = args("https://mimir.example/api/v1/push");
-        given.bearer_token_file = Some(token.clone());
-        let settings = Settings::from_args(&given).unwrap().unwrap();
-        assert_eq!(settings.headers[header::AUTHORIZATION], "Bearer s3cret-rw");
-        assert!(!format!("{settings:?}").contains("s3cret"));
-
-        let mut given = args("https://mimir.example/api/v1/push");
-        given.basic_auth_username = Some("mail".into());
-        given.basic_auth_password_file = Some(token.clone());
-        let settings = Settings::from_args(&given).unwrap().unwrap();
-        // base64("mail:s3cret-rw")
-        assert_eq!(
-            settings.headers[header::AUTHORIZATION],
-            "Basic bWFpbDpzM2NyZXQtcnc="
-        );
-
-        std::fs::write(&token, "\n").unwrap();
-        let error = Settings::from_args(&given).unwrap_err();
-        assert_eq!(
-            error,
-            format!(
-                "--remote-write.basic-auth-password-file: the secret in {} is empty",
-                token.display()
-            )
-        );
-        std::fs::remove_dir_all(dir).unwrap();
-    }
-
     #[test]
     fn what_is_retried() {
         let answer = |status: u16, message: &str| SendError::Answer {
@@ -541,11 +349,25 @@ mod tests {
         assert!(answer(500, "overloaded").is_transient());
         assert!(answer(503, "").is_transient());
         assert!(answer(429, "slow down").is_transient());
-        assert!(SendError::Connect("refused".into()).is_transient());
+        let connect = |connection| SendError::Connect {
+            message: "no".into(),
+            connection,
+        };
+        for connection in [Connection::Refused, Connection::NotMade, Connection::Broken] {
+            assert!(connect(connection).is_transient());
+        }
         assert!(SendError::Timeout(Duration::from_secs(30)).is_transient());
+        // A one-shot command stops at once only where no connection could be made.
+        assert!(connect(Connection::Refused).is_unreachable());
+        assert!(connect(Connection::NotMade).is_unreachable());
+        assert!(SendError::Tls("unknown issuer".into()).is_unreachable());
+        assert!(!connect(Connection::Broken).is_unreachable());
+        assert!(!SendError::Timeout(Duration::from_secs(30)).is_unreachable());
+        assert!(!answer(503, "").is_unreachable());
         assert!(!answer(400, "bad").is_transient());
         assert!(!answer(401, "").is_transient());
         assert!(!answer(500, "too old sample").is_transient());
+        assert!(!answer(501, "Unsupported method ('POST')").is_transient());
     }
 
     #[test]
