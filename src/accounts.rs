@@ -15,6 +15,7 @@ use tracing::{Instrument as _, info};
 use crate::config::{self, AccountConfig, Config, Source};
 use crate::demo::SimulatedApi;
 use crate::health::Health;
+use crate::poll::follow::FollowUps;
 use crate::poll::reports::ReportPoller;
 use crate::poll::{Polled, Poller};
 use crate::store::Store;
@@ -116,11 +117,16 @@ impl Account {
             telemetry.clone(),
             health.clone(),
         )?;
+        let follow = config
+            .reports
+            .enabled
+            .then(|| Arc::new(FollowUps::new(config.reports.selection.clone())));
         let polled = Polled {
             client: client.clone(),
             telemetry: telemetry.clone(),
             health: health.clone(),
             store: store.clone(),
+            follow,
         };
         let mut reports = config
             .reports

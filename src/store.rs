@@ -121,6 +121,11 @@ impl Store {
         self.publish(&parts);
     }
 
+    /// The reports served now.
+    pub fn reports(&self) -> Arc<Reports> {
+        self.parts().reports.clone()
+    }
+
     /// Stores (`Some`) or drops (`None`) the reports of these assets and publishes.
     pub fn apply_reports(&self, updates: Vec<(Kind, String, Option<Report>)>, fetched: Instant) {
         if updates.is_empty() {

@@ -200,7 +200,9 @@ impl Default for AssetReportSettings {
     fn default() -> Self {
         AssetReportSettings {
             enabled: false,
-            interval: Duration::from_secs(3600),
+            // Reports follow the list: a round only refreshes what changes without the list
+            // saying so (tags, the blacklists behind an unchanged count).
+            interval: Duration::from_secs(6 * 3600),
             concurrency: 4,
             include: None,
             exclude: None,

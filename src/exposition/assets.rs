@@ -498,6 +498,7 @@ mod tests {
                     changed: 1_700_000_000.0,
                 }],
                 senderscore_updated: Some(1_700_000_001.0),
+                ..Report::default()
             }),
         );
         let list = ListSamples {

@@ -5,6 +5,7 @@
 
 use std::collections::HashSet;
 
+use super::report::Blacklisting;
 use crate::upstream::BodyDecoder;
 use crate::upstream::dto::{self, Convert, DecodeError, ListDecoder, Loose, NamedItem, Rejected};
 use crate::vocabulary::{Kind, SndsColour, Unrecognized};
@@ -43,6 +44,14 @@ pub struct Asset {
 }
 
 impl Asset {
+    /// Its blacklisting count and change, as a report would say them.
+    pub fn blacklisting(&self) -> Blacklisting {
+        Blacklisting {
+            count: self.blacklistings,
+            change: self.blacklistings_change,
+        }
+    }
+
     /// Maps a decoded list item, reporting every value it cannot map into `unrecognized`.
     pub fn from_item(
         kind: Kind,

@@ -8,7 +8,7 @@ use jiff::tz::TimeZone;
 
 use super::asset::label_values;
 use crate::upstream::date;
-use crate::upstream::dto::AssetReport;
+use crate::upstream::dto::{AssetReport, Loose};
 use crate::vocabulary::Kind;
 use crate::vocabulary::Unrecognized;
 
@@ -21,6 +21,35 @@ pub struct Report {
     pub listings: Vec<Listing>,
     /// Unix time of the newest `senderscore_history` entry.
     pub senderscore_updated: Option<f64>,
+    /// What the report said of the asset's blacklisting count and its change, in the list's
+    /// terms: a list poll that says otherwise fetches the report again.
+    pub blacklisting: Blacklisting,
+}
+
+/// An asset's blacklisting count and its change at the last check (`blacklisted`,
+/// `blacklisted_change.last_check`), as a list item or a report says them.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Blacklisting {
+    /// How many blacklists list the asset.
+    pub count: Option<f64>,
+    /// The change at the API's last check.
+    pub change: Option<f64>,
+}
+
+impl Blacklisting {
+    /// The values of a list item or report: numbers as they are, booleans as 1 and 0, anything
+    /// else as no value (the list counts those where it maps them).
+    pub fn of(count: &Loose, change: &Loose) -> Blacklisting {
+        let number = |value: &Loose| match value {
+            Loose::Number(n) => Some(*n),
+            Loose::Bool(b) => Some(f64::from(u8::from(*b))),
+            _ => None,
+        };
+        Blacklisting {
+            count: number(count),
+            change: number(change),
+        }
+    }
 }
 
 /// The state of an asset on one blacklist, decided by the newest event.
@@ -156,6 +185,7 @@ impl Report {
             tags,
             listings,
             senderscore_updated,
+            blacklisting: Blacklisting::of(&dto.blacklisted, &dto.blacklisted_change.last_check),
         }
     }
 }

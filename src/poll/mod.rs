@@ -21,7 +21,9 @@ use crate::telemetry::Telemetry;
 use crate::upstream::dto::{self, DecodeError, Rejected, SystemStatus, User};
 use crate::upstream::{BodyDecoder, Client, FetchError};
 use crate::vocabulary::{Endpoint, Kind, Unrecognized};
+use follow::{FollowUps, Following};
 
+pub mod follow;
 pub mod reports;
 pub mod selection;
 
@@ -39,6 +41,9 @@ pub struct Polled {
     pub health: Arc<Health>,
     /// Where the polls' results are served from.
     pub store: Arc<Store>,
+    /// With asset reports on: the assets whose reports a list poll finds behind, for the
+    /// report poller to fetch at once.
+    pub follow: Option<Arc<FollowUps>>,
 }
 
 /// Polls the API on schedule and feeds the [`Store`].
@@ -255,16 +260,27 @@ impl Poller {
         let endpoint = Endpoint::list(kind);
         let fetched = Instant::now();
         let on_retry = |error: &FetchError, delay| self.retrying(endpoint, error, delay);
+        // Each asset is checked against its report as it is decoded (reports follow the list).
+        let follow = self.account.follow.as_ref().filter(|f| f.armed());
+        let reports = follow.map(|_| self.account.store.reports());
+        let sink = || {
+            let builder = ListBuilder::new(kind, self.account.store.shards());
+            match (follow, &reports) {
+                (Some(follow), Some(reports)) => follow.check(builder, reports.clone()),
+                _ => Following::unchecked(builder),
+            }
+        };
         let result = fetch_list(
             &self.account.client,
             &self.account.telemetry,
             kind,
             self.max_labels,
-            || ListBuilder::new(kind, self.account.store.shards()),
+            sink,
             cycle.deadline,
             on_retry,
         )
         .await;
+        drop(reports);
         let decoded = match self.settled(endpoint, cycle, result) {
             Ok(decoded) => decoded,
             Err(e) => return self.failed(endpoint, &e),
@@ -297,9 +313,11 @@ impl Poller {
             );
         }
 
+        let (builder, behind) = set.finish();
         let store = self.account.store.clone();
         let replaced =
-            crate::task::spawn_blocking(move || store.replace(kind, set.finish(), fetched)).await;
+            crate::task::spawn_blocking(move || store.replace(kind, builder.finish(), fetched))
+                .await;
         match replaced {
             Ok(()) => {}
             // The runtime is shutting down.
@@ -321,6 +339,16 @@ impl Poller {
             );
         }
         self.account.health.polled(endpoint, Ok(()));
+        if let Some(follow) = follow {
+            let queued = follow.ask(kind, behind);
+            if queued > 0 {
+                debug!(
+                    endpoint = endpoint.label(),
+                    assets = queued,
+                    "the list differs from these assets' reports; fetching them at once"
+                );
+            }
+        }
         true
     }
 

@@ -5,16 +5,20 @@
 //! `asset_reports.concurrency` in flight, and fetches only the assets that `include`, `exclude`
 //! and `shard` select. The first round after a start (or after the account is added by a
 //! reload) runs at full concurrency, so the report series exist within minutes; later rounds
-//! spread their requests evenly over the interval. A 429 pauses the round for as long as the
-//! API asked (or the backoff chose) before any new request starts. Reports reach the served
+//! spread their requests evenly over the interval. Between rounds, reports follow the list
+//! ([`follow`](super::follow)): an asset whose list values differ from its report's is fetched
+//! at once, within the same concurrency bound. A 429 pauses every request for as long as the
+//! API asked (or the backoff chose) before any new one starts. Reports reach the served
 //! snapshot as they arrive, in batches a second or more apart, so a round of 100,000 reports
 //! does not re-render the bodies 100,000 times.
 
 use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::{FutureExt, StreamExt as _};
 use jiff::tz::TimeZone;
+use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tracing::{debug, info, warn};
@@ -76,6 +80,24 @@ pub struct ReportPoller {
     /// When the first round starts, spread: see [`ReportPoller::first_at`]. `None`: once the
     /// first list poll has served, at full concurrency.
     first: Option<Instant>,
+    /// Requests in flight, of rounds and follow-ups together: at most `concurrency`.
+    permits: Arc<Semaphore>,
+    /// After a 429, no new request of either kind before the wait is over.
+    pause: Arc<Pause>,
+}
+
+/// What a batch of report requests gave.
+#[derive(Debug, Default)]
+struct Tally {
+    fetched: usize,
+    gone: usize,
+    failures: BTreeMap<Failure, usize>,
+}
+
+impl Tally {
+    fn failed(&self) -> usize {
+        self.failures.values().sum()
+    }
 }
 
 /// What one report request gave.
@@ -98,6 +120,8 @@ impl ReportPoller {
             zone: schedule.timezone,
             max_labels,
             first: None,
+            permits: Arc::new(Semaphore::new(schedule.concurrency.max(1))),
+            pause: Arc::new(Pause::default()),
         }
     }
 
@@ -108,15 +132,22 @@ impl ReportPoller {
         self
     }
 
-    /// Runs rounds forever, the first once the first poll of both lists has ended with at least
+    /// Runs rounds forever, and fetches the reports the list polls find behind as they do.
+    pub async fn run(self) {
+        tokio::join!(self.rounds(), self.follow_ups());
+    }
+
+    /// Rounds forever, the first once the first poll of both lists has ended with at least
     /// one of them served (a list arriving before the other must not leave the other's assets
     /// out of the first round, which would delay their reports by a whole interval).
-    pub async fn run(self) {
+    async fn rounds(&self) {
         // The first round at full concurrency: its series matter most right after a start.
         let mut spread = false;
         match self.first {
             Some(first) => {
-                // The reports are there: go on with spread rounds, on the previous schedule.
+                // The reports are there: follow the lists at once, and go on with spread
+                // rounds on the previous schedule.
+                self.arm_follow_ups();
                 tokio::time::sleep_until(first).await;
                 spread = true;
             }
@@ -133,8 +164,40 @@ impl ReportPoller {
             let due = started + self.interval;
             self.account.health.set_next_round(due);
             self.round(started, due, spread).await;
+            // Every selected asset has had its report asked for: from now on, lists that
+            // disagree with them are followed.
+            self.arm_follow_ups();
             spread = true;
             tokio::time::sleep_until(due).await;
+        }
+    }
+
+    fn arm_follow_ups(&self) {
+        if let Some(follow) = &self.account.follow {
+            follow.arm();
+        }
+    }
+
+    /// Fetches, at once, the reports the list polls find behind their lists.
+    async fn follow_ups(&self) {
+        let Some(follow) = self.account.follow.clone() else {
+            return;
+        };
+        loop {
+            let targets = follow.next().await;
+            let started = Instant::now();
+            let assets = targets.len();
+            let tally = self
+                .fetch(targets, started, Duration::ZERO, started + self.interval)
+                .await;
+            debug!(
+                assets,
+                fetched = tally.fetched,
+                not_found = tally.gone,
+                failed = tally.failed(),
+                took = %format_args!("{:.1}s", started.elapsed().as_secs_f64()),
+                "fetched the reports the lists found behind"
+            );
         }
     }
 
@@ -173,50 +236,11 @@ impl ReportPoller {
         } else {
             Duration::ZERO
         };
-        let pause = &Pause::default();
-        let mut results = futures_util::stream::iter(targets.into_iter().enumerate())
-            .map(|(i, (kind, name))| async move {
-                tokio::time::sleep_until(started + spacing * i as u32).await;
-                pause.wait().await;
-                let outcome = self.fetch(&name, due, pause).await;
-                (kind, name, outcome)
-            })
-            .buffer_unordered(self.concurrency);
-
-        let mut batch = Vec::new();
-        let (mut fetched, mut gone) = (0usize, 0usize);
-        let mut failures: BTreeMap<Failure, usize> = BTreeMap::new();
-        let mut last_publish = Instant::now();
-        let mut publish_every = PUBLISH_AT_MOST_EVERY;
-        // At most one rebuild at a time, and never waited for while requests can start.
-        let mut publishing: Option<JoinHandle<Duration>> = None;
-        while let Some((kind, name, outcome)) = results.next().await {
-            match outcome {
-                Outcome::Report(dto) => {
-                    fetched += 1;
-                    batch.push((kind, name, Some(dto)));
-                }
-                Outcome::Gone => {
-                    gone += 1;
-                    batch.push((kind, name, None));
-                }
-                Outcome::Failed(failure) => *failures.entry(failure).or_default() += 1,
-            }
-            let idle = publishing.as_ref().is_none_or(JoinHandle::is_finished);
-            if !batch.is_empty() && idle && last_publish.elapsed() >= publish_every {
-                if let Some(Ok(took)) = publishing.take().and_then(FutureExt::now_or_never) {
-                    publish_every = (took * 3).clamp(PUBLISH_AT_MOST_EVERY, PUBLISH_AT_LEAST_EVERY);
-                }
-                publishing = Some(self.publish(std::mem::take(&mut batch)));
-                last_publish = Instant::now();
-            }
-        }
-        if let Some(previous) = publishing {
-            let _ = previous.await;
-        }
-        if !batch.is_empty() {
-            let _ = self.publish(batch).await;
-        }
+        let Tally {
+            fetched,
+            gone,
+            failures,
+        } = self.fetch(targets, started, spacing, due).await;
         let failed: usize = failures.values().sum();
         let took = format!("{:.1}s", started.elapsed().as_secs_f64());
         let why = tally(&failures);
@@ -247,6 +271,70 @@ impl ReportPoller {
         failed == 0
     }
 
+    /// Fetches the reports of `targets`, the i-th not before `started + spacing * i`, at most
+    /// `concurrency` in flight (with the other batches), retrying until `due`; publishes them
+    /// as they arrive, and tells the follow-ups what each gave.
+    async fn fetch(
+        &self,
+        targets: Vec<(Kind, String)>,
+        started: Instant,
+        spacing: Duration,
+        due: Instant,
+    ) -> Tally {
+        let mut results = futures_util::stream::iter(targets.into_iter().enumerate())
+            .map(|(i, (kind, name))| async move {
+                tokio::time::sleep_until(started + spacing * i as u32).await;
+                let _permit = self.permits.acquire().await;
+                self.pause.wait().await;
+                let outcome = self.fetch_one(&name, due).await;
+                (kind, name, outcome)
+            })
+            .buffer_unordered(self.concurrency);
+
+        let mut batch = Vec::new();
+        let mut tally = Tally::default();
+        let mut last_publish = Instant::now();
+        let mut publish_every = PUBLISH_AT_MOST_EVERY;
+        // At most one rebuild at a time, and never waited for while requests can start.
+        let mut publishing: Option<JoinHandle<Duration>> = None;
+        while let Some((kind, name, outcome)) = results.next().await {
+            let answered = match &outcome {
+                Outcome::Report(report) => Some(Some(report.blacklisting)),
+                Outcome::Gone => Some(None),
+                Outcome::Failed(_) => None,
+            };
+            if let Some(follow) = &self.account.follow {
+                follow.answered(kind, &name, answered);
+            }
+            match outcome {
+                Outcome::Report(dto) => {
+                    tally.fetched += 1;
+                    batch.push((kind, name, Some(dto)));
+                }
+                Outcome::Gone => {
+                    tally.gone += 1;
+                    batch.push((kind, name, None));
+                }
+                Outcome::Failed(failure) => *tally.failures.entry(failure).or_default() += 1,
+            }
+            let idle = publishing.as_ref().is_none_or(JoinHandle::is_finished);
+            if !batch.is_empty() && idle && last_publish.elapsed() >= publish_every {
+                if let Some(Ok(took)) = publishing.take().and_then(FutureExt::now_or_never) {
+                    publish_every = (took * 3).clamp(PUBLISH_AT_MOST_EVERY, PUBLISH_AT_LEAST_EVERY);
+                }
+                publishing = Some(self.publish(std::mem::take(&mut batch)));
+                last_publish = Instant::now();
+            }
+        }
+        if let Some(previous) = publishing {
+            let _ = previous.await;
+        }
+        if !batch.is_empty() {
+            let _ = self.publish(batch).await;
+        }
+        tally
+    }
+
     /// Hands a batch of reports to the store, which rebuilds the snapshot on a blocking thread
     /// while the round goes on; the task ends with how long the rebuild took.
     fn publish(&self, batch: Vec<(Kind, String, Option<Report>)>) -> JoinHandle<Duration> {
@@ -259,13 +347,13 @@ impl ReportPoller {
         })
     }
 
-    async fn fetch(&self, name: &str, due: Instant, pause: &Pause) -> Outcome {
+    async fn fetch_one(&self, name: &str, due: Instant) -> Outcome {
         let result = self
             .account
             .client
             .report(name, due, |error, delay| {
                 if error.is_rate_limit() {
-                    pause.until(Instant::now() + delay);
+                    self.pause.until(Instant::now() + delay);
                 }
             })
             .await;
@@ -314,8 +402,8 @@ impl ReportPoller {
     }
 }
 
-/// A round's "not before": after a 429, no new report request starts until the wait the API
-/// asked for (or the backoff chose) is over. A std mutex, never held across an `.await`.
+/// The reports' "not before": after a 429, no new report request starts until the wait the
+/// API asked for (or the backoff chose) is over. A std mutex, never held across an `.await`.
 #[derive(Debug, Default)]
 struct Pause(std::sync::Mutex<Option<Instant>>);
 

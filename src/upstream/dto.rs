@@ -206,6 +206,13 @@ pub struct AssetReport {
     /// Listing events, in any order.
     #[serde(default, deserialize_with = "null_as_empty")]
     pub blacklist_history: Vec<BlacklistEvent>,
+    /// Number of blacklists listing the asset, as the list says it: what the list poll
+    /// compares to know whether this report is behind.
+    #[serde(default)]
+    pub blacklisted: Loose,
+    /// Blacklisting change at the last check, likewise.
+    #[serde(default, deserialize_with = "null_as_empty")]
+    pub blacklisted_change: Change,
 }
 
 /// One entry of `senderscore_history`.

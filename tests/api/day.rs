@@ -17,11 +17,13 @@ const MINUTE: Duration = Duration::from_secs(60);
 const ASSET: &str = "/api/v1/asset";
 const IP_LIST: &str = "/api/v1/ip-list";
 
-/// The configuration of the day: defaults everywhere (5m polls, hourly report rounds at
-/// concurrency 4), with the accounts named.
+/// The configuration of the day: defaults everywhere (5m polls, report concurrency 4) but for
+/// hourly report rounds (a sixth of the default: a restart and a reload then land in the
+/// middle of rounds, and a day holds 24 of them), with the accounts named.
 fn config(accounts: &[&str]) -> Config {
     let mut settings = Settings::default();
     settings.asset_reports.enabled = true;
+    settings.asset_reports.interval = crate::helpers::duration("1h");
     let accounts: Vec<_> = accounts
         .iter()
         .map(|name| {

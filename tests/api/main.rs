@@ -6,6 +6,7 @@ mod day;
 mod deploy;
 mod exposition;
 mod faults;
+mod follow;
 mod fuzz;
 mod health;
 mod helpers;

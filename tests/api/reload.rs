@@ -183,9 +183,11 @@ async fn a_new_poll_interval_keeps_the_data_the_schedule_and_the_report_round() 
     const ASSET: &str = "/api/v1/asset";
     const IP_LIST: &str = "/api/v1/ip-list";
     let upstream = SimulatedApi::new(16, 4);
-    // Production's schedule: lists every 5 minutes, reports hourly.
+    // Production's schedule: lists every 5 minutes; report rounds hourly (shorter than the
+    // default, so that the next round comes within the test).
     let app = PausedApp::accounts(vec![("", upstream.clone())], "5m", |s| {
         s.asset_reports.enabled = true;
+        s.asset_reports.interval = crate::helpers::duration("1h");
     })
     .await;
     let start = tokio::time::Instant::now();

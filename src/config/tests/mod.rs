@@ -89,7 +89,7 @@ fn asset_report_keys_are_validated_into_typed_values() {
     assert!(schedule.selection.selects("192.0.2.1"));
     assert!(!schedule.selection.selects("198.51.100.1"));
     assert_eq!(schedule.concurrency, 4);
-    assert_eq!(schedule.interval, Duration::from_secs(3600));
+    assert_eq!(schedule.interval, Duration::from_secs(6 * 3600));
     assert_eq!(schedule.timezone.iana_name(), Some("Europe/Berlin"));
     let default = load(&Cli::default(), REMOTE).unwrap();
     assert!(!default.accounts[0].reports.enabled, "off by default");
