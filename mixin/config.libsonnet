@@ -11,19 +11,30 @@
     // Selects the exporter's own /metrics (reload status): with several accounts it is
     // usually scraped as a job of its own (deploy/prometheus/scrape-accounts.yml).
     exporterSelector: 'job=~"reputation|reputation-exporter"',
-    // The label that tells accounts (or replicas) apart; replicas report the same asset, so
-    // recording rules and panels take the max without it.
-    instanceLabel: 'instance',
+    // The label that tells accounts apart: replicas of one account share it (the shipped
+    // scrape files and ServiceMonitors set it on every target). Every alert is about one
+    // account (and asset), so that its replicas page once.
+    accountLabel: 'account',
+    // The label that tells the replicas of an account apart (processes, pods): every alert,
+    // recording rule and panel takes one value of an account's series whatever the number of
+    // replicas serving them, from the replicas that serve it now, else the last within the
+    // gap window. One replica down while another serves is a ticket
+    // (ReputationExporterReplicaDown), all down a page (ReputationExporterDown).
+    replicaLabel: 'instance',
     // The target label that tells the slices of metrics.shards apart (the scrape configuration
     // sets it from the `shard` parameter). Every slice carries the exporter's and the API's own
     // metrics, so alerts and panels take one copy (max or min without it) and never count,
     // page or sum a process' values once per slice.
     shardLabel: 'shard',
 
-    // Gaps bridged: every reputation alert reads the last sample of its series within this
-    // window, so a restart or a scrape gap (no sample) neither resolves a firing alert nor
-    // restarts a pending one's `for`, while the first sample that contradicts it resolves it
-    // at once. List-side series come back within a poll after a start.
+    // Gaps bridged: where no replica serves a series now, every reputation alert reads its
+    // last sample within this window, so a restart of the exporter or of Prometheus, or a
+    // scrape gap, neither resolves a firing alert nor restarts a pending one's `for`, while
+    // the first sample that contradicts it resolves it at once. List-side series come back
+    // within a poll after a start. A page that was firing is remembered (its ALERTS series)
+    // over this window too: a Prometheus down for up to this long keeps it, and Alertmanager
+    // keeps it only if Prometheus runs with --rules.alert.resend-delay of a quarter of it
+    // (docs/deploying.md).
     gapWindow: '20m',
     // The asset-report series (listings, blacklist events) come back as a large fleet's first
     // report round after a start reaches each asset.
@@ -43,9 +54,12 @@
     // new and pages; an older one (a fleet's standing listings, first seen at installation)
     // does not. A page lasts until the delisting.
     listingNewSeconds: 43200,
-    // ReputationAssetBlacklisted (critical, assets without asset reports): the count higher
-    // than at any time in this window.
+    // ReputationAssetBlacklisted (critical, the listings no report names): the count higher
+    // than at any time in this window...
     listingWindow: '6h',
+    // ...for this long, the time the report that names the listing (fetched at once: reports
+    // follow the list) takes to arrive; when it does, ReputationBlacklistListed pages instead.
+    listingCountFor: '2m',
     // ReputationSndsBlocked (critical): blocked now, and not blocked at some time in this
     // window (a new block); it lasts until the block is lifted.
     sndsBlockedNewWindow: '6h',
@@ -65,10 +79,14 @@
     apiDownFor: '30m',
     // ReputationApiTokenRejected.
     tokenRejectedFor: '5m',
-    // ReputationDataStale: the last successful list poll older than this (seconds).
+    // ReputationDataStale (critical): the last successful list poll of every replica older
+    // than this (seconds; metrics.max_age, after which the exporter drops the asset series,
+    // so no alert sees a new event). It is the one page of an API outage: the listing and
+    // block pages that were firing stay firing through it, neither resolved nor paged again.
     staleAfterSeconds: 3600,
     staleFor: '5m',
-    // ReputationExporterDown and ReputationExporterReloadFailed.
+    // ReputationExporterDown (no replica serves the account), ReputationExporterReplicaDown
+    // (one of several does not) and ReputationExporterReloadFailed.
     exporterDownFor: '5m',
     reloadFailedFor: '5m',
     // ReputationShardsMissing and ReputationShardingMismatch (group reputation.fleet, for

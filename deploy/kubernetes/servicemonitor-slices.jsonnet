@@ -12,9 +12,11 @@ function(shards=4)
     params: { shard: [std.toString(i)] },
     interval: '1m',
     scrapeTimeout: '30s',
-    // The alerts select job="reputation"; `shard` tells the slices apart.
+    // The alerts select job="reputation"; `account` names the account the pods serve (each
+    // pod's address stays its `instance`); `shard` tells the slices apart.
     relabelings: [
       { targetLabel: 'job', replacement: 'reputation' },
+      { targetLabel: 'account', replacement: 'main' },
       { targetLabel: 'shard', replacement: std.toString(i) },
       { targetLabel: '__tmp_hash', replacement: std.toString(i) },
     ],

@@ -1,14 +1,15 @@
 // The Grafana dashboard: fleet overview, per-asset drill-down, the exporter's health. Every
-// query selects $job and $instance (the label _config.instanceLabel names); trend panels look
+// query selects $job and $account (the label _config.accountLabel names) and takes one value
+// of the replicas (_config.replicaLabel) that serve the same series; trend panels look
 // back _config.trendLookback for the last sample, so daily history draws a step line.
 local p = import '../lib/panels.libsonnet';
 
 {
   local c = $._config,
-  // What the queries are made of: the variables' selector, the instance label, the look-back.
+  // What the queries are made of: the variables' selector, the replica label, the look-back.
   local v = {
-    q: 'job=~"$job",%s=~"$instance"' % c.instanceLabel,
-    i: c.instanceLabel,
+    q: 'job=~"$job",%s=~"$account"' % c.accountLabel,
+    i: c.replicaLabel,
     // One copy of the process' own series per exporter, however many slices serve it.
     s: c.shardLabel,
     l: c.trendLookback,
@@ -74,9 +75,9 @@ local p = import '../lib/panels.libsonnet';
           },
           p.variable('job', 'Job', 'label_values(reputation_up{%s}, job)' % c.selector),
           p.variable(
-            'instance',
-            'Account (%s)' % c.instanceLabel,
-            'label_values(reputation_up{job=~"$job"}, %s)' % c.instanceLabel,
+            'account',
+            'Account (%s)' % c.accountLabel,
+            'label_values(reputation_up{job=~"$job"}, %s)' % c.accountLabel,
           ),
           p.variable('kind', 'Kind', 'label_values(reputation_asset_info, kind)'),
           p.variable('asset', 'Asset', 'label_values(reputation_asset_info{kind=~"$kind"}, asset)'),

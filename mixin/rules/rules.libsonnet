@@ -1,6 +1,8 @@
 // Recording rules (level:metric:operations).
 {
   local c = $._config,
+  // Replicas and slices of one account serve the same series: counted once.
+  local servers = '%(replicaLabel)s, %(shardLabel)s' % c,
 
   prometheusRules+:: {
     groups+: [
@@ -16,11 +18,11 @@
           // series is counted once.
           {
             record: 'blacklist:reputation_blacklist_listed:sum',
-            expr: 'sum by (blacklist) (max without (%(instanceLabel)s) (reputation_blacklist_listed{%(selector)s}))' % c,
+            expr: 'sum by (blacklist) (max without (%s) (reputation_blacklist_listed{%s}))' % [servers, c.selector],
           },
           // Share of the assets with SNDS data whose colour is green, per kind (0 to 1).
           {
-            local green = 'max without (%(instanceLabel)s) (reputation_snds_reputation{%(selector)s, reputation_snds_reputation="green"})' % c,
+            local green = 'max without (%s) (reputation_snds_reputation{%s, reputation_snds_reputation="green"})' % [servers, c.selector],
             record: 'kind:reputation_snds_reputation_green:ratio',
             expr: 'sum by (kind) (%s)\n  /\ncount by (kind) (%s)\n' % [green, green],
           },

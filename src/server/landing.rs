@@ -74,22 +74,33 @@ fn head() -> String {
 }
 
 /// What to do next, under every page: scrape the exporter, add the dashboard and the alerts.
-/// `host` is the address the browser used (the `Host` header), when it sent one.
-fn next_steps(state: &AppState, host: Option<&str>, several: bool) -> String {
+/// `host` is the address the browser used (the `Host` header), when it sent one; `accounts`
+/// the names of the accounts served through `/probe`, none for the one of `/metrics`. Every
+/// target carries `account`, which the shipped alerts read (a second replica is one more
+/// address in the same list).
+fn next_steps(state: &AppState, host: Option<&str>, accounts: &[&str]) -> String {
     let target = escape(host.unwrap_or("reputation-exporter:9525"));
     let path = escape(&state.telemetry_path);
-    let scrape = if several {
-        format!(
-            "scrape_configs:\n  - job_name: reputation\n    metrics_path: /probe\n    \
-             static_configs:\n      - targets: [NAME, ...]\n    relabel_configs:\n      \
-             - source_labels: [__address__]\n        target_label: __param_target\n      \
-             - source_labels: [__param_target]\n        target_label: instance\n      \
-             - target_label: __address__\n        replacement: {target}"
-        )
-    } else {
+    let scrape = if accounts.is_empty() {
         format!(
             "scrape_configs:\n  - job_name: reputation\n    metrics_path: {path}\n    \
-             static_configs:\n      - targets: [\"{target}\"]"
+             static_configs:\n      - targets: [\"{target}\"]\n        labels:\n          \
+             account: main"
+        )
+    } else {
+        let groups: String = accounts
+            .iter()
+            .map(|name| {
+                format!(
+                    "\n      - targets: [\"{target}\"]\n        labels:\n          account: {}",
+                    escape(name)
+                )
+            })
+            .collect();
+        format!(
+            "scrape_configs:\n  - job_name: reputation\n    metrics_path: /probe\n    \
+             static_configs:{groups}\n    relabel_configs:\n      \
+             - source_labels: [account]\n        target_label: __param_target"
         )
     };
     let readme = concat!(env!("CARGO_PKG_REPOSITORY"), "#readme");
@@ -248,7 +259,8 @@ fn account_page(state: &AppState, account: &Account, host: Option<&str>) -> Stri
         assets_table(&mut page, &snapshot, &path);
     }
     page.push_str(&legend());
-    page.push_str(&next_steps(state, host, account.name.is_some()));
+    let names: Vec<&str> = account.name.as_deref().into_iter().collect();
+    page.push_str(&next_steps(state, host, &names));
     page.push_str("</body></html>\n");
     page
 }
@@ -397,7 +409,8 @@ fn accounts_page(state: &AppState, accounts: &Accounts, host: Option<&str>) -> S
     page.push_str("</table>");
     page.push_str(&configuration(state));
     page.push_str(&legend());
-    page.push_str(&next_steps(state, host, true));
+    let names: Vec<&str> = accounts.iter().filter_map(|a| a.name.as_deref()).collect();
+    page.push_str(&next_steps(state, host, &names));
     page.push_str("</body></html>\n");
     page
 }

@@ -87,6 +87,25 @@ async fn each_probe_shows_only_its_accounts_assets_with_the_single_account_names
         "{page}"
     );
     assert!(page.contains(r#"<a href="/probe?target=us">/probe?target=us</a>"#));
+    // The scrape configuration it suggests: each account a group with its `account` label,
+    // which becomes the `target` parameter.
+    let group = |name: &str| {
+        format!(
+            "      - targets: [\"{}\"]\n        labels:\n          account: {name}\n",
+            app.address
+        )
+    };
+    assert!(
+        page.contains(&group("eu")) && page.contains(&group("us")),
+        "{page}"
+    );
+    assert!(
+        page.contains(
+            "    relabel_configs:\n      - source_labels: [account]\n        target_label: \
+             __param_target</pre>"
+        ),
+        "{page}"
+    );
 }
 
 #[tokio::test]

@@ -208,7 +208,7 @@ fn the_dashboard_is_a_grafana_dashboard_with_the_expected_variables() {
         .iter()
         .map(|v| v["name"].as_str().unwrap())
         .collect();
-    for expected in ["datasource", "job", "instance", "kind", "asset"] {
+    for expected in ["datasource", "job", "account", "kind", "asset"] {
         assert!(variables.contains(&expected), "{expected} variable missing");
     }
     let mut ids = BTreeSet::new();

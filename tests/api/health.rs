@@ -160,7 +160,7 @@ async fn the_landing_page_summarises_the_fleet_colours_trouble_and_says_why_an_e
     );
     let scrape = format!(
         "<pre>scrape_configs:\n  - job_name: reputation\n    metrics_path: /metrics\n    \
-         static_configs:\n      - targets: [\"{}\"]</pre>",
+         static_configs:\n      - targets: [\"{}\"]\n        labels:\n          account: main</pre>",
         app.address
     );
     assert!(page.contains(&scrape), "{page}");

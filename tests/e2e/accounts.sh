@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Several accounts end to end: one exporter polling two simulated APIs (each its own token),
-# scraped by a real Prometheus with the shipped deploy/prometheus/scrape-accounts.yml
-# (intervals shortened, the exporter's address filled in); both `instance`s must be up, with
-# their own assets. Everything listens on 127.0.0.1 and is stopped on exit.
+# Several accounts end to end: two replicas of one exporter configuration polling two
+# simulated APIs (each its own token), scraped by a real Prometheus with the shipped
+# deploy/prometheus/scrape-accounts.yml (intervals shortened, the replicas' addresses filled
+# in); every account on every replica must be up, `account` naming the account and `instance`
+# the replica, each account with its own assets, counted once over its replicas. Everything
+# listens on 127.0.0.1 and is stopped on exit.
 #
 # Usage: tests/e2e/accounts.sh [path/to/reputation-exporter]
 set -euo pipefail
@@ -30,10 +32,14 @@ token_file = "$work/eu.token"
 base_url = "$us_url"
 token_file = "$work/us.token"
 TOML
-exporter_port=$(free_port)
-"$exporter_bin" --config.file "$work/exporter.toml" --web.listen-address "127.0.0.1:$exporter_port" \
-    >"$work/exporter.log" 2>&1 &
-pids+=($!)
+ports=()
+for replica in 1 2; do
+    port=$(free_port)
+    ports+=("$port")
+    "$exporter_bin" --config.file "$work/exporter.toml" --web.listen-address "127.0.0.1:$port" \
+        >"$work/exporter-$replica.log" 2>&1 &
+    pids+=($!)
+done
 
 prometheus_port=$(free_port)
 {
@@ -41,27 +47,33 @@ prometheus_port=$(free_port)
     echo "  evaluation_interval: 2s"
     sed -e "s/scrape_interval: .*/scrape_interval: 2s/" \
         -e "s/scrape_timeout: .*/scrape_timeout: 1s/" \
-        -e "s/reputation-exporter:9525/127.0.0.1:$exporter_port/" \
+        -e "s/reputation-exporter-1:9525/127.0.0.1:${ports[0]}/g" \
+        -e "s/reputation-exporter-2:9525/127.0.0.1:${ports[1]}/g" \
         deploy/prometheus/scrape-accounts.yml
 } >"$work/prometheus.yml"
 prometheus --config.file="$work/prometheus.yml" --storage.tsdb.path="$work/data" \
     --web.listen-address="127.0.0.1:$prometheus_port" >"$work/prometheus.log" 2>&1 &
 pids+=($!)
 
+# query PROMQL: each series as account@instance=value (either label left out when absent),
+# sorted, on one line.
 query() {
     curl -sfG "http://127.0.0.1:$prometheus_port/api/v1/query" --data-urlencode "query=$1" |
-        python3 -c 'import json,sys; r=json.load(sys.stdin)["data"]["result"]; print(" ".join(sorted(x["metric"].get("instance","")+"="+x["value"][1] for x in r)))'
+        python3 -c 'import json,sys; r=json.load(sys.stdin)["data"]["result"]; print(" ".join(sorted("@".join(v for v in (x["metric"].get("account",""), x["metric"].get("instance","")) if v)+"="+x["value"][1] for x in r)))'
 }
+a="127.0.0.1:${ports[0]}"
+b="127.0.0.1:${ports[1]}"
+every="eu@$a=1 eu@$b=1 us@$a=1 us@$b=1"
 deadline=$((SECONDS + 90))
-# Each job is scraped first at its own offset within the interval: wait for all three.
-until [ "$(query 'up{job="reputation"}' 2>/dev/null)" = "eu=1 us=1" ] &&
-    [ "$(query 'reputation_up{job="reputation"}' 2>/dev/null)" = "eu=1 us=1" ] &&
-    [ "$(query 'up{job="reputation-exporter"}' 2>/dev/null)" = "127.0.0.1:$exporter_port=1" ]; do
+# Each job is scraped first at its own offset within the interval: wait for all of them.
+until [ "$(query 'up{job="reputation"}' 2>/dev/null)" = "$every" ] &&
+    [ "$(query 'reputation_up{job="reputation"}' 2>/dev/null)" = "$every" ] &&
+    [ "$(query 'up{job="reputation-exporter"}' 2>/dev/null)" = "$a=1 $b=1" ]; do
     [ "$SECONDS" -lt "$deadline" ] ||
-        fail "not both accounts and the exporter's own /metrics up: $(query 'up' || true)"
+        fail "not both accounts on both replicas and the exporters' own /metrics up: $(query 'up' || true)"
     sleep 1
 done
-assets=$(query 'sum by (instance) (reputation_assets{job="reputation"})')
+assets=$(query 'sum by (account) (max without (instance) (reputation_assets{job="reputation"}))')
 [ "$assets" = "eu=10 us=5" ] || fail "assets per account: $assets"
-echo "accounts: Prometheus scrapes both accounts through /probe: $assets"
+echo "accounts: Prometheus scrapes both accounts on both replicas through /probe, one value each: $assets"
 echo "accounts: passed"

@@ -49,7 +49,7 @@ until curl -sf -o /dev/null "http://127.0.0.1:$port/-/ready"; do
     sleep 1
 done
 
-query='reputation_senderscore{job="reputation",instance="reputation-exporter:9525",kind="ip",asset="192.0.2.1"}'
+query='reputation_senderscore{job="reputation",account="main",instance="reputation-exporter-1:9525",kind="ip",asset="192.0.2.1"}'
 answer=$(curl -sfG "http://127.0.0.1:$port/api/v1/query" --data-urlencode "query=$query" \
     --data-urlencode "time=$at")
 got=$(python3 -c 'import json,sys; r=json.load(sys.stdin)["data"]["result"]; print(r[0]["value"][1] if r else "")' <<<"$answer")

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# A sliced exporter in a hashmod-sharded Prometheus fleet, with the shipped files: one exporter
-# polling 20,000 assets with metrics.shards = 4; two Prometheus servers, each keeping half of the
-# four slice targets by hashmod (deploy/prometheus/fleet/scrape-slices.yml) and evaluating
-# alerts-servers.yml; a third federating from both (federate.yml) and evaluating
-# alerts-global.yml. Through the third: every asset counted once, the four slices seen. A low
+# A sliced exporter in a hashmod-sharded Prometheus fleet, with the shipped files: two replicas
+# of one exporter configuration polling 20,000 assets with metrics.shards = 4; two Prometheus
+# servers, each keeping half of the four slices (both replicas of each) by hashmod
+# (deploy/prometheus/fleet/scrape-slices.yml) and evaluating alerts-servers.yml; a third
+# federating from both (federate.yml) and evaluating alerts-global.yml. Through the third: every
+# asset counted once over its replicas, the four slices seen. A low
 # Sender Score fires ReputationSenderScoreLow on the server that holds its asset's slice and on
 # no other; a slice that stops being scraped fires ReputationShardsMissing on the global view.
 # Intervals and `for:` durations are shortened; everything listens on 127.0.0.1.
@@ -19,11 +20,14 @@ e2e_name=fleet
 . tests/e2e/lib.sh
 
 simulated api_url "$exporter_bin" "$assets"
-exporter_port=$(free_port)
-REPUTATION_EXPORTER_API__BASE_URL=$api_url REPUTATION_EXPORTER_API__TOKEN=demo-token \
-    REPUTATION_EXPORTER_METRICS__SHARDS=4 REPUTATION_EXPORTER_POLL__INTERVAL=1m \
-    "$exporter_bin" --web.listen-address="127.0.0.1:$exporter_port" >"$work/exporter.log" 2>&1 &
-pids+=($!)
+replica_ports=("$(free_port)" "$(free_port)")
+for replica in 1 2; do
+    REPUTATION_EXPORTER_API__BASE_URL=$api_url REPUTATION_EXPORTER_API__TOKEN=demo-token \
+        REPUTATION_EXPORTER_METRICS__SHARDS=4 REPUTATION_EXPORTER_POLL__INTERVAL=1m \
+        "$exporter_bin" --web.listen-address="127.0.0.1:${replica_ports[$((replica - 1))]}" \
+        >"$work/exporter-$replica.log" 2>&1 &
+    pids+=($!)
+done
 
 # `query PORT EXPR`: the value of an instant query's first result, empty when none.
 query() {
@@ -59,11 +63,12 @@ start() {
     pids+=($!)
 }
 
-# The two servers: the shipped job, the exporter's address, intervals shortened; server 1 keeps
+# The two servers: the shipped job, the replicas' addresses, intervals shortened; server 1 keeps
 # the hash 1.
 ports=("$(free_port)" "$(free_port)")
 for server in 0 1; do
-    sed -e "s#reputation-exporter:9525#127.0.0.1:$exporter_port#" \
+    sed -e "s#reputation-exporter-1:9525#127.0.0.1:${replica_ports[0]}#" \
+        -e "s#reputation-exporter-2:9525#127.0.0.1:${replica_ports[1]}#" \
         -e 's/scrape_interval: 1m/scrape_interval: 5s/' -e 's/scrape_timeout: 30s/scrape_timeout: 5s/' \
         -e "s/regex: \"0\"/regex: \"$server\"/" \
         deploy/prometheus/fleet/scrape-slices.yml >"$work/scrape-$server.yml"
@@ -75,23 +80,24 @@ sed -e "s#prometheus-0:9090#127.0.0.1:${ports[0]}#" -e "s#prometheus-1:9090#127.
     deploy/prometheus/fleet/federate.yml >"$work/federate.yml"
 start global "$global_port" "$work/federate.yml" "$work/alerts-global.yml"
 
-# Each server scrapes two of the four slices, and the global view counts every asset once.
-scraping() { test "$(query "${ports[$1]}" 'count(up{job="reputation"} == 1)')" = 2; }
+# Each server scrapes two of the four slices from each replica, and the global view counts every
+# asset once.
+scraping() { test "$(query "${ports[$1]}" 'count(up{job="reputation"} == 1)')" = 4; }
 for server in 0 1; do
     wait_for "server $server scraping two slices" 120 scraping "$server"
 done
-count_assets() { test "$(query "$global_port" 'count(reputation_asset_info)')" = "$assets"; }
+count_assets() { test "$(query "$global_port" 'count(max without (instance) (reputation_asset_info))')" = "$assets"; }
 wait_for "the global view counting $assets assets" 180 count_assets
 slices=$(query "$global_port" 'count(count by (shard) (reputation_exporter_shards{job="reputation"}))')
 [ "$slices" = 4 ] || fail "the global view sees $slices slices, not 4"
-held=$(query "${ports[0]}" 'count(reputation_asset_info)')
+held=$(query "${ports[0]}" 'count(max without (instance) (reputation_asset_info))')
 echo "fleet: server 0 holds $held assets, server 1 $((assets - held)); the global view counts $assets, in 4 slices"
-assets_sum=$(query "$global_port" 'sum(reputation_assets{job="reputation"})')
+assets_sum=$(query "$global_port" 'sum(max without (instance) (reputation_assets{job="reputation"}))')
 [ "$assets_sum" = "$assets" ] || fail "reputation_assets over the slices adds up to $assets_sum"
 
 # A low score, and the server whose slice holds it.
 read -r kind asset < <(curl -sfG "http://127.0.0.1:$global_port/api/v1/query" \
-    --data-urlencode 'query=bottomk(1, reputation_senderscore{job="reputation"} < 70)' |
+    --data-urlencode 'query=bottomk(1, max without (instance) (reputation_senderscore{job="reputation"}) < 70)' |
     python3 -c 'import json,sys; m=json.load(sys.stdin)["data"]["result"][0]["metric"]; print(m["kind"], m["asset"])')
 [ -n "${asset:-}" ] || fail "no asset below 70 in the fleet"
 read -r slice holder < <(python3 - "$kind" "$asset" <<'PY'
@@ -122,6 +128,6 @@ promtool check config "$work/server-1.yml" >/dev/null || fail "the changed serve
 curl -sf -X POST "http://127.0.0.1:${ports[1]}/-/reload" || fail "server 1 did not reload"
 missing() { test "$(query "$global_port" 'ALERTS{alertname="ReputationShardsMissing",alertstate="firing"}')" = 1; }
 wait_for "ReputationShardsMissing on the global view" 120 missing
-seen=$(query "$global_port" 'count(reputation_exporter_shards{job="reputation"})')
+seen=$(query "$global_port" 'count(max without (instance) (reputation_exporter_shards{job="reputation"}))')
 echo "fleet: slice $dropped no longer scraped: ReputationShardsMissing fires on the global view ($seen of 4 slices)"
 echo "fleet: passed"

@@ -73,7 +73,7 @@ def grafana_expr(expr, step):
         expr.replace("$__rate_interval", f"{max(step + 15, 60)}s")
         .replace("$__interval", f"{step}s")
         .replace('"$job"', '".*"')
-        .replace('"$instance"', '".*"')
+        .replace('"$account"', '".*"')
         .replace('"$kind"', '".*"')
         .replace('"$asset"', f'"{asset}"')
     )

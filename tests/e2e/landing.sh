@@ -44,7 +44,7 @@ grep -Eq 'The lists are polled every 15s; the next poll is due in [0-9]+s' "$wor
     fail "no poll schedule"
 grep -q 'class="legend">Colours: Sender Score' "$work/dom.html" || fail "no legend"
 grep -q '<a href="#next">Next steps</a>' "$work/dom.html" || fail "the demo banner has no next step"
-grep -Fq "      - targets: [\"${url#http://}\"]</pre>" "$work/dom.html" ||
+grep -Fq "      - targets: [\"${url#http://}\"]" "$work/dom.html" && grep -Fq "          account: main</pre>" "$work/dom.html" ||
     fail "no scrape configuration for the address the page was opened at"
 grep -q '<meta http-equiv="refresh" content="30">' "$work/dom.html" || fail "the page does not refresh"
 if grep -q '<script' "$work/dom.html"; then fail "the page has a script"; fi

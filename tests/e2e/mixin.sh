@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The monitoring mixin (mixin/): formatted as jsonnetfmt formats it; the shipped files under
 # deploy/ are its default rendering; linted as `mixtool lint` lints; and configurable for real:
-# rendered with another score floor, job selector, instance label, gap window and runbook URL
+# rendered with another score floor, job selector, account and replica labels, gap window and
+# runbook URL
 # (and with teamTag, the alerts carry the asset's team), the alert
 # expressions, recording rules, dashboard queries and runbook links follow, and the promtool
 # rule tests pass on the default rendering.
@@ -48,7 +49,7 @@ promtool test rules "$work/team/prometheus/tests/mixin_team_test.yml" >"$work/te
     fail "promtool test rules on the rendering with teamTag"
 echo "team: a team-tagged asset's new listing carries team for Alertmanager's routing"
 
-override='{senderScoreFloor: 80, senderScoreGood: 90, selector: "job=\"mail-reputation\"", instanceLabel: "account", gapWindow: "30m", runbookUrl: "https://wiki.example.com/reputation/runbook"}'
+override='{senderScoreFloor: 80, senderScoreGood: 90, selector: "job=\"mail-reputation\"", accountLabel: "tenant", replicaLabel: "pod", gapWindow: "30m", runbookUrl: "https://wiki.example.com/reputation/runbook"}'
 render "$work/override" "$override"
 promtool check rules "$work/override/prometheus/alerts.yml" "$work/override/prometheus/rules.yml" >"$work/check.log" 2>&1 ||
     fail "promtool check rules on the override's rendering"
@@ -89,8 +90,8 @@ def check(what, got, want):
     assert got == want, f"{what}: {got!r}, expected {want!r}"
 
 da, oa = alerts(d), alerts(o)
-check("default score alert", da["ReputationSenderScoreLow"]["expr"], 'last_over_time(reputation_senderscore{job="reputation"}[20m]) < 70')
-check("override score alert", oa["ReputationSenderScoreLow"]["expr"], 'last_over_time(reputation_senderscore{job="mail-reputation"}[30m]) < 80')
+check("default score alert", da["ReputationSenderScoreLow"]["expr"], '(max without (instance, shard) (reputation_senderscore{job="reputation"}) or max without (instance, shard) (last_over_time(reputation_senderscore{job="reputation"}[20m]))) < 70')
+check("override score alert", oa["ReputationSenderScoreLow"]["expr"], '(max without (pod, shard) (reputation_senderscore{job="mail-reputation"}) or max without (pod, shard) (last_over_time(reputation_senderscore{job="mail-reputation"}[30m]))) < 80')
 assert "below 80." in oa["ReputationSenderScoreLow"]["annotations"]["description"]
 for name, rule in oa.items():
     expr = rule["expr"]
@@ -98,12 +99,15 @@ for name, rule in oa.items():
         assert 'job="mail-reputation"' in expr and 'job="reputation"' not in expr, f"{name}: {expr}"
     check(f"{name} runbook", rule["annotations"]["runbook_url"], f"https://wiki.example.com/reputation/runbook#{name.lower()}")
     assert "$labels.instance" not in rule["annotations"]["description"], name
-check("standing listings grouping", oa["ReputationBlacklistedAssets"]["expr"].split("(last_over_time")[0], "count by (job, account) ")
-assert "on (job, account, kind, asset, blacklist)" in oa["ReputationBlacklistListed"]["expr"], oa["ReputationBlacklistListed"]["expr"]
+    assert "instance" not in expr, f"{name}: {expr}"
+check("standing listings grouping", oa["ReputationBlacklistedAssets"]["expr"].split(" ((max")[0], "count by (job, tenant)")
+assert "on (job, tenant, kind, asset, blacklist)" in oa["ReputationBlacklistListed"]["expr"], oa["ReputationBlacklistListed"]["expr"]
 assert 'ALERTS{job="mail-reputation", alertname="ReputationBlacklistListed"' in oa["ReputationBlacklistListed"]["expr"]
+assert "$labels.pod" in oa["ReputationExporterReplicaDown"]["annotations"]["description"]
 for rule in o["prometheusRules"]["groups"][0]["rules"]:
     assert 'job="mail-reputation"' in rule["expr"], rule
-    assert "without (instance)" not in rule["expr"], rule
+    assert "without (pod, shard)" in rule["expr"] or "without" not in rule["expr"], rule
+    assert "instance" not in rule["expr"], rule
 
 dd, od = dashboard(d), dashboard(o)
 check("default score colours", steps(dd, "Worst Sender Score"), [None, 70, 80])
@@ -111,12 +115,12 @@ check("override score colours", steps(od, "Worst Sender Score"), [None, 80, 90])
 check("override score bars", steps(od, "Worst Sender Scores"), [None, 80, 90])
 job = next(v for v in od["templating"]["list"] if v["name"] == "job")
 check("override job variable", job["definition"], 'label_values(reputation_up{job="mail-reputation"}, job)')
-instance = next(v for v in od["templating"]["list"] if v["name"] == "instance")
-check("override instance variable", instance["definition"], 'label_values(reputation_up{job=~"$job"}, account)')
+account = next(v for v in od["templating"]["list"] if v["name"] == "account")
+check("override account variable", account["definition"], 'label_values(reputation_up{job=~"$job"}, tenant)')
 changed = 0
 for before, after in zip(exprs(dd), exprs(od)):
-    assert 'account=~"$instance"' in after and 'instance=~' not in after, after
-    assert "without (instance)" not in after, after
+    assert 'tenant=~"$account"' in after and 'account=~' not in after, after
+    assert "without (instance" not in after, after
     changed += before != after
 check("dashboard queries changed", changed, len(exprs(dd)))
 print(f"override: {len(oa)} alert expressions and runbook links, {changed} dashboard queries and the score colours follow _config")
@@ -135,7 +139,7 @@ out = json.load(open(sys.argv[1]))
 rule = out["reputation-prometheusrule"]
 rules = [r for g in rule["spec"]["groups"] for r in g["rules"]]
 low = next(r for r in rules if r.get("alert") == "ReputationSenderScoreLow")
-assert low["expr"] == 'last_over_time(reputation_senderscore{job="mail-reputation"}[20m]) < 80', low
+assert low["expr"] == '(max without (instance, shard) (reputation_senderscore{job="mail-reputation"}) or max without (instance, shard) (last_over_time(reputation_senderscore{job="mail-reputation"}[20m]))) < 80', low
 assert any("record" in r for r in rules), "no recording rules"
 assert out["reputation-dashboard"]["uid"] == "reputation-exporter"
 print(f"docs/deploying.md example: {len(rules)} rules in the PrometheusRule, the dashboard")

@@ -79,13 +79,13 @@ def lint_dashboard(file, dashboard):
         if not dashboard.get(key):
             problem(f"{file}: no {key}")
     variables = {v.get("name") for v in dashboard.get("templating", {}).get("list", [])}
-    for needed in ("datasource", "job", "instance"):
+    for needed in ("datasource", "job", "account"):
         if needed not in variables:
             problem(f"{file}: no ${needed} variable")
     for where, datasource, expr in queries(dashboard):
         if datasource != DATASOURCE:
             problem(f"{file} {where}: query not on the datasource variable")
-        for variable in ("$job", "$instance"):
+        for variable in ("$job", "$account"):
             if f'=~"{variable}"' not in expr:
                 problem(f"{file} {where}: query does not select {variable}: {expr}")
 
