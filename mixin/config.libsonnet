@@ -97,6 +97,16 @@
     // Each alert links runbookUrl#<alert name in lower case>, the runbook's heading for it.
     runbookUrl: 'https://github.com/reputation-exporter/reputation-exporter/blob/main/docs/runbook.md',
 
+    // The recording rules of the fleet's first screen: the worst Sender Scores and the most
+    // blacklisted assets kept per account and kind, and the events of the last changesWindowSeconds kept per account
+    // (new listings, score drops, new SNDS blocks), recorded every changesInterval.
+    worstKept: 25,
+    // The asset view's picker lists at most this many assets matching the search.
+    assetPickerMax: 1000,
+    changesKept: 50,
+    changesWindowSeconds: 86400,
+    changesInterval: '5m',
+
     // The dashboard.
     dashboardUid: 'reputation-exporter',
     dashboardTitle: 'Sending reputation',

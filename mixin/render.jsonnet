@@ -13,16 +13,19 @@ function(config={})
     'prometheus/rules.yml': '# Recording rules for reputation-exporter (level:metric:operations).\n'
                             + generated + yaml(mixin.prometheusRules),
     // A hashmod-sharded fleet (metrics.shards): what each server evaluates, on its slices (the
-    // per-asset and health alerts), and what the global view evaluates (Thanos / Mimir ruler, or
-    // the federating server): the fleet alerts and the recording rules, which aggregate assets.
+    // per-asset and health alerts, and the recording rules, which reduce its slices to a few
+    // hundred series), and what the global view evaluates (Thanos / Mimir ruler, or the
+    // federating server), which holds those results and the slices' own series, not every
+    // asset: the account-wide alerts.
     local group(name) = [g for g in mixin.prometheusAlerts.groups if g.name == name],
-    'prometheus/fleet/alerts-servers.yml': '# The alerts each server of a hashmod-sharded fleet evaluates on the slices it scrapes.\n'
-                                           + generated + yaml({ groups: group('reputation.alerts') }),
-    'prometheus/fleet/alerts-global.yml': '# What the global view of a sharded fleet evaluates (Thanos or Mimir ruler, or the\n'
-                                          + '# federating Prometheus): the fleet alerts, and the recording rules, which aggregate\n'
-                                          + '# over every asset.\n'
+    'prometheus/fleet/alerts-servers.yml': '# What each server of a hashmod-sharded fleet evaluates on the slices it scrapes: the\n'
+                                           + '# per-asset and health alerts, and the recording rules the global view reads.\n'
+                                           + generated + yaml({ groups: group('reputation.alerts') + mixin.prometheusRules.groups }),
+    'prometheus/fleet/alerts-global.yml': '# What the global view of a sharded fleet evaluates (Thanos or Mimir ruler, the\n'
+                                          + '# federating Prometheus, or vmalert over VictoriaMetrics): the account-wide alerts, over\n'
+                                          + "# the recording rules the servers send it and the slices' own series.\n"
                                           + generated
-                                          + yaml({ groups: group('reputation.fleet') + mixin.prometheusRules.groups }),
+                                          + yaml({ groups: group('reputation.fleet') }),
     'grafana/dashboard.json': std.manifestJsonEx(mixin.grafanaDashboards['reputation-exporter.json'], '  ') + '\n',
     'kubernetes/prometheusrule.yaml': '# The alerts and recording rules as a prometheus-operator PrometheusRule.\n'
                                       + generated

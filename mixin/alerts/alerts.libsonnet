@@ -43,6 +43,9 @@
   local was(name, states='firing') =
     'max without (alertname, alertstate) (last_over_time(ALERTS{%s, alertname="%s", alertstate=~"%s"}[%s]))'
     % [c.selector, name, states, c.gapWindow],
+  // A recording rule's result, bridged over the gap window (a restart leaves it without a
+  // sample until the exporter serves again).
+  local recorded(name) = 'last_over_time(%s{%s}[%s])' % [name, c.selector, c.gapWindow],
   // The account's lists are polled fine by some replica now.
   local fresh = 'max without (%s) (%s) == 1' % [servers, series('reputation_up')],
   // A page kept while nothing says it is over: `name` was firing, no sample of `data` (the
@@ -176,15 +179,6 @@
             '{{ $labels.kind }} {{ $labels.asset }} is now listed on {{ $value }} blacklist(s), more than in the last %(listingWindow)s.' % c,
             pendingFor(c.listingCountFor),
           ),
-          // The standing listings of an account: one alert, whatever their number.
-          alert(
-            'ReputationBlacklistedAssets',
-            'info',
-            'count by (%s) (%s > 0)' % [account, count],
-            'Assets are listed on blacklists.',
-            '{{ $value }} asset(s) of %s are listed on at least one blacklist. New listings page on their own; see the dashboard for these.' % who,
-            pendingFor(c.standingFor),
-          ),
           alert(
             'ReputationSndsRed',
             'warning',
@@ -220,14 +214,6 @@
             'Microsoft SNDS newly reports the asset blocked.',
             'Microsoft SNDS reports {{ $labels.kind }} {{ $labels.asset }} as blocked: Outlook.com rejects its mail.',
             pendingFor(c.sndsBlockedFor),
-          ),
-          alert(
-            'ReputationSndsBlockedAssets',
-            'info',
-            'count by (%s) (%s == 1)' % [account, blocked],
-            'Microsoft SNDS reports assets blocked.',
-            '{{ $value }} asset(s) of %s are blocked by Microsoft SNDS. New blocks page on their own; see the dashboard for these.' % who,
-            pendingFor(c.standingFor),
           ),
           // Polls that fail after their retries on every replica (503s the retries got past
           // are no symptom). An endpoint has no reputation_api_up before its first outcome;
@@ -286,10 +272,31 @@
           ),
         ],
       },
-      // A fleet of slices (metrics.shards) as a whole: only where every slice is seen.
+      // The account as a whole, from the recording rules (rules.libsonnet) and the slices'
+      // own series: where every slice is seen (the one Prometheus, or the global view of a
+      // hashmod fleet, which holds the rules' results and not every asset).
       {
         name: 'reputation.fleet',
         rules: [
+          // The standing listings of an account: one alert, whatever their number (from the
+          // recording rules, so that a global view evaluates it over every slice).
+          alert(
+            'ReputationBlacklistedAssets',
+            'info',
+            'sum by (%s) (%s) > 0' % [account, recorded('account_kind:reputation_blacklisted_assets:count')],
+            'Assets are listed on blacklists.',
+            '{{ $value }} asset(s) of %s are listed on at least one blacklist. New listings page on their own; see the dashboard for these.' % who,
+            pendingFor(c.standingFor),
+          ),
+          alert(
+            'ReputationSndsBlockedAssets',
+            'info',
+            'sum by (%s) (%s) > 0' % [account, recorded('account_kind:reputation_snds_blocked_assets:count')],
+            'Microsoft SNDS reports assets blocked.',
+            '{{ $value }} asset(s) of %s are blocked by Microsoft SNDS. New blocks page on their own; see the dashboard for these.' % who,
+            pendingFor(c.standingFor),
+          ),
+
           alert(
             'ReputationShardsMissing',
             'critical',

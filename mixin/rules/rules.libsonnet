@@ -1,30 +1,113 @@
-// Recording rules (level:metric:operations).
+// Recording rules (level:metric:operations): the fleet in a few hundred series, computed where
+// the per-asset series are (the one Prometheus, or each server of a hashmod fleet on its
+// slices), so that the dashboard's first screen and a global view read these and never every
+// asset. Each result keeps job, the account and the slice (`shard`, absent without
+// metrics.shards): a server's results are its slices' own, and a global view adds them up
+// without two servers writing the same series. Replicas are counted once.
 {
   local c = $._config,
-  // Replicas and slices of one account serve the same series: counted once.
-  local servers = '%(replicaLabel)s, %(shardLabel)s' % c,
+  local kept(labels='') = 'job, %s, %s%s' % [c.accountLabel, c.shardLabel, if labels == '' then '' else ', ' + labels],
+  // One value of a per-asset series, however many replicas serve it.
+  local one(metric, matchers='') =
+    'max without (%s) (%s{%s%s})' % [c.replicaLabel, metric, c.selector, if matchers == '' then '' else ', ' + matchers],
+  local asset = kept('kind, asset'),
 
   prometheusRules+:: {
     groups+: [
       {
         name: 'reputation.rules',
         rules: [
-          // Worst (lowest) Sender Score per kind of asset.
+          // Assets per kind.
           {
-            record: 'kind:reputation_senderscore:min',
-            expr: 'min by (kind) (reputation_senderscore{%(selector)s})' % c,
+            record: 'account_kind:reputation_assets:count',
+            expr: 'count by (%s) (%s)' % [kept('kind'), one('reputation_asset_info')],
           },
-          // Assets listed per blacklist (needs asset reports). With two replicas, each pair of
-          // series is counted once.
+          // Assets on at least one blacklist, per kind: 0, not nothing, when none is (nothing
+          // is a gap, which the alerts bridge).
           {
-            record: 'blacklist:reputation_blacklist_listed:sum',
-            expr: 'sum by (blacklist) (max without (%s) (reputation_blacklist_listed{%s}))' % [servers, c.selector],
+            record: 'account_kind:reputation_blacklisted_assets:count',
+            expr: 'count by (%(by)s) (%(x)s > 0) or 0 * count by (%(by)s) (%(x)s)' % { by: kept('kind'), x: one('reputation_blacklistings') },
           },
-          // Share of the assets with SNDS data whose colour is green, per kind (0 to 1).
+          // Assets Microsoft SNDS reports blocked, per kind; likewise.
           {
-            local green = 'max without (%s) (reputation_snds_reputation{%s, reputation_snds_reputation="green"})' % [servers, c.selector],
-            record: 'kind:reputation_snds_reputation_green:ratio',
-            expr: 'sum by (kind) (%s)\n  /\ncount by (kind) (%s)\n' % [green, green],
+            record: 'account_kind:reputation_snds_blocked_assets:count',
+            expr: 'count by (%(by)s) (%(x)s == 1) or 0 * count by (%(by)s) (%(x)s)' % { by: kept('kind'), x: one('reputation_snds_blocked') },
+          },
+          // Assets per SNDS colour and kind (the colour in `reputation_snds_reputation`).
+          {
+            record: 'account_kind:reputation_snds_reputation:count',
+            expr: 'count by (%s) (%s == 1)' % [kept('kind, reputation_snds_reputation'), one('reputation_snds_reputation')],
+          },
+          // Worst (lowest) Sender Score per kind.
+          {
+            record: 'account_kind:reputation_senderscore:min',
+            expr: 'min by (%s) (%s)' % [kept('kind'), one('reputation_senderscore')],
+          },
+          // Assets listed per blacklist (asset reports).
+          {
+            record: 'account_blacklist:reputation_blacklist_listed:sum',
+            expr: 'sum by (%s) (%s)' % [kept('blacklist'), one('reputation_blacklist_listed')],
+          },
+          // The worst Sender Scores, at most worstKept per kind: the assets the dashboard
+          // lists first.
+          {
+            record: 'asset:reputation_senderscore:bottomk',
+            expr: 'bottomk by (%s) (%d, %s)' % [kept('kind'), c.worstKept, one('reputation_senderscore')],
+          },
+          // The assets on the most blacklists, at most worstKept per kind (none when none is
+          // listed).
+          {
+            record: 'asset:reputation_blacklistings:topk',
+            expr: 'topk by (%s) (%d, %s > 0)' % [kept('kind'), c.worstKept, one('reputation_blacklistings')],
+          },
+        ],
+      },
+      // What changed lately, at most changesKept of each per account: the dashboard's tables of
+      // events, each row linking its asset. Evaluated every few minutes, as the data changes
+      // every poll.
+      {
+        name: 'reputation.changes',
+        interval: c.changesInterval,
+        rules: [
+          // Listings younger than changesWindow, by their listing time (asset reports).
+          {
+            record: 'asset_blacklist:reputation_blacklist_listed:since',
+            expr: |||
+              topk by (%(account)s) (%(kept)d,
+                %(changed)s > time() - %(window)d
+                and on (%(listing)s) %(listed)s == 1
+              )
+            ||| % {
+              account: kept(),
+              kept: c.changesKept,
+              changed: one('reputation_blacklist_last_change_timestamp_seconds'),
+              listed: one('reputation_blacklist_listed'),
+              listing: asset + ', blacklist',
+              window: c.changesWindowSeconds,
+            },
+          },
+          // Sender Scores that fell by senderScoreDrop points or more at the API's last check.
+          {
+            record: 'asset:reputation_senderscore_change:drop',
+            expr: 'bottomk by (%s) (%d, %s <= -%d)' % [kept(), c.changesKept, one('reputation_senderscore_change'), c.senderScoreDrop],
+          },
+          // Assets SNDS reports blocked now and not blocked at some time within changesWindow.
+          {
+            record: 'asset:reputation_snds_blocked:new',
+            expr: |||
+              topk by (%(account)s) (%(kept)d,
+                %(blocked)s == 1
+                and on (%(asset)s) min without (%(replica)s) (min_over_time(reputation_snds_blocked{%(selector)s}[%(window)ds])) == 0
+              )
+            ||| % {
+              account: kept(),
+              kept: c.changesKept,
+              blocked: one('reputation_snds_blocked'),
+              asset: asset,
+              replica: c.replicaLabel,
+              selector: c.selector,
+              window: c.changesWindowSeconds,
+            },
           },
         ],
       },

@@ -3,8 +3,12 @@
 # of one exporter configuration polling 20,000 assets with metrics.shards = 4; two Prometheus
 # servers, each keeping half of the four slices (both replicas of each) by hashmod
 # (deploy/prometheus/fleet/scrape-slices.yml) and evaluating alerts-servers.yml; a third
-# federating from both (federate.yml) and evaluating alerts-global.yml. Through the third: every
-# asset counted once over its replicas, the four slices seen. A low
+# federating from both (federate.yml) and evaluating alerts-global.yml; both servers also
+# remote-write (remote-write.yml) to a VictoriaMetrics single-node. The global view holds what
+# the servers' recording rules made of their slices and the slices' health, never the per-asset
+# series: through the third and through VictoriaMetrics alike, every asset counted once over
+# its replicas, the four slices seen, the dashboard's fleet view answered the same, the
+# account-wide alert fired there (by Prometheus, and by vmalert on VictoriaMetrics). A low
 # Sender Score fires ReputationSenderScoreLow on the server that holds its asset's slice and on
 # no other; a slice that stops being scraped fires ReputationShardsMissing on the global view.
 # Intervals and `for:` durations are shortened; everything listens on 127.0.0.1.
@@ -48,11 +52,22 @@ shorten() { sed -E 's/^( +for: )"[^"]+"/\1"10s"/' "$1"; }
 shorten deploy/prometheus/fleet/alerts-servers.yml >"$work/alerts-servers.yml"
 shorten deploy/prometheus/fleet/alerts-global.yml >"$work/alerts-global.yml"
 
-# `start NAME PORT CONFIG RULES`: a Prometheus with the scrape configuration CONFIG.
+# VictoriaMetrics, the store the servers remote-write the fleet's aggregates to; its queries see
+# fresh samples only with -search.latencyOffset=0s.
+vm_port=$(free_port)
+victoria-metrics -storageDataPath="$work/vm-data" -httpListenAddr="127.0.0.1:$vm_port" \
+    -search.latencyOffset=0s -loggerLevel=WARN >"$work/victoria-metrics.log" 2>&1 &
+pids+=($!)
+
+# `start NAME PORT CONFIG RULES [MORE]`: a Prometheus with the scrape configuration CONFIG,
+# and the configuration MORE (remote write).
 start() {
     local name=$1 port=$2
     printf 'global:\n  scrape_interval: 5s\n  evaluation_interval: 5s\nrule_files: ["%s"]\n' "$4" \
         >"$work/$name.yml"
+    # Remote write before the scrape job, which thus ends the file (a slice is dropped below by
+    # appending to its relabelling).
+    [ -z "${5:-}" ] || sed -n '/^remote_write:/,$p' "$5" >>"$work/$name.yml"
     sed -n '/^scrape_configs:/,$p' "$3" >>"$work/$name.yml"
     promtool check config "$work/$name.yml" >/dev/null || fail "the $name configuration is invalid"
     # Federated samples are never marked stale (they carry timestamps): a look-back of 30s
@@ -64,15 +79,18 @@ start() {
 }
 
 # The two servers: the shipped job, the replicas' addresses, intervals shortened; server 1 keeps
-# the hash 1.
+# the hash 1; each remote-writes to VictoriaMetrics what remote-write.yml keeps.
 ports=("$(free_port)" "$(free_port)")
+sed -e "s#http://victoriametrics:8428#http://127.0.0.1:$vm_port#" deploy/prometheus/fleet/remote-write.yml \
+    >"$work/remote-write.yml"
 for server in 0 1; do
     sed -e "s#reputation-exporter-1:9525#127.0.0.1:${replica_ports[0]}#" \
         -e "s#reputation-exporter-2:9525#127.0.0.1:${replica_ports[1]}#" \
         -e 's/scrape_interval: 1m/scrape_interval: 5s/' -e 's/scrape_timeout: 30s/scrape_timeout: 5s/' \
         -e "s/regex: \"0\"/regex: \"$server\"/" \
         deploy/prometheus/fleet/scrape-slices.yml >"$work/scrape-$server.yml"
-    start "server-$server" "${ports[$server]}" "$work/scrape-$server.yml" "$work/alerts-servers.yml"
+    start "server-$server" "${ports[$server]}" "$work/scrape-$server.yml" "$work/alerts-servers.yml" \
+        "$work/remote-write.yml"
 done
 global_port=$(free_port)
 sed -e "s#prometheus-0:9090#127.0.0.1:${ports[0]}#" -e "s#prometheus-1:9090#127.0.0.1:${ports[1]}#" \
@@ -86,18 +104,76 @@ scraping() { test "$(query "${ports[$1]}" 'count(up{job="reputation"} == 1)')" =
 for server in 0 1; do
     wait_for "server $server scraping two slices" 120 scraping "$server"
 done
-count_assets() { test "$(query "$global_port" 'count(max without (instance) (reputation_asset_info))')" = "$assets"; }
-wait_for "the global view counting $assets assets" 180 count_assets
-slices=$(query "$global_port" 'count(count by (shard) (reputation_exporter_shards{job="reputation"}))')
-[ "$slices" = 4 ] || fail "the global view sees $slices slices, not 4"
+# The global view counts every asset once, from the servers' recording rules, and holds none of
+# the per-asset series; VictoriaMetrics alike.
+count_assets() { test "$(query "$1" 'sum(account_kind:reputation_assets:count{job="reputation"})')" = "$assets"; }
+wait_for "the global view counting $assets assets" 180 count_assets "$global_port"
+wait_for "VictoriaMetrics counting $assets assets" 180 count_assets "$vm_port"
+for store in "$global_port" "$vm_port"; do
+    slices=$(query "$store" 'count(count by (shard) (reputation_exporter_shards{job="reputation"}))')
+    [ "$slices" = 4 ] || fail "the global view on port $store sees $slices slices, not 4"
+    [ -z "$(query "$store" 'count(reputation_asset_info)')" ] ||
+        fail "the global view on port $store holds per-asset series"
+done
 held=$(query "${ports[0]}" 'count(max without (instance) (reputation_asset_info))')
-echo "fleet: server 0 holds $held assets, server 1 $((assets - held)); the global view counts $assets, in 4 slices"
-assets_sum=$(query "$global_port" 'sum(max without (instance) (reputation_assets{job="reputation"}))')
-[ "$assets_sum" = "$assets" ] || fail "reputation_assets over the slices adds up to $assets_sum"
+series_0=$(query "${ports[0]}" 'count({__name__=~".+"})')
+series_global=$(query "$global_port" 'count({__name__=~".+"})')
+series_vm=$(query "$vm_port" 'count({__name__=~".+"})')
+echo "fleet: server 0 holds $held assets ($series_0 series), server 1 $((assets - held)); the global view counts $assets, in 4 slices, in $series_global series (VictoriaMetrics: $series_vm)"
+[ "$series_global" -lt 2000 ] && [ "$series_vm" -lt 2000 ] || fail "the global views hold more than the aggregates"
+
+# The dashboard's fleet view as Grafana asks it (variables at All): the same answers from the
+# federating Prometheus and from VictoriaMetrics.
+python3 - deploy/grafana/dashboard.json "http://127.0.0.1:$global_port" "http://127.0.0.1:$vm_port" <<'PY' ||
+import json, sys, urllib.parse, urllib.request
+dashboard, urls = json.load(open(sys.argv[1])), sys.argv[2:]
+def ask(url, expr):
+    q = urllib.parse.urlencode({"query": expr})
+    with urllib.request.urlopen(f"{url}/api/v1/query?{q}", timeout=30) as r:
+        answer = json.load(r)
+    assert answer["status"] == "success", answer
+    return sorted((json.dumps({k: v for k, v in s["metric"].items() if k != "__name__"}, sort_keys=True),
+                   round(float(s["value"][1]), 6)) for s in answer["data"]["result"])
+fleet, asked = [], 0
+for panel in dashboard["panels"]:
+    if panel["type"] == "row" and panel["gridPos"]["y"] > 0:
+        break
+    for target in panel.get("targets", []):
+        expr = target["expr"]
+        for name in ("job", "account", "kind"):
+            expr = expr.replace(f'"${name}"', '".*"')
+        answers = [ask(url, expr) for url in urls]
+        # topk and bottomk pick any of equal values: the values must agree, not which ties.
+        alike = [sorted(v for _, v in a) for a in answers] if expr.startswith(("topk", "bottomk")) else answers
+        assert alike[0] == alike[1], f"{panel['title']}: {answers}"
+        assert len(answers[0]) <= 300, f"{panel['title']}: {len(answers[0])} series"
+        asked += 1
+        if panel["title"] in ("Assets", "Worst Sender Scores") and not answers[0]:
+            raise SystemExit(f"{panel['title']}: no answer")
+print(f"fleet: the dashboard's {asked} fleet queries answer alike from the federating Prometheus and VictoriaMetrics")
+PY
+    fail "the fleet view differs between the global views"
+
+# The account-wide alerts run on the global view, over the aggregates.
+standing() { test "$(query "$global_port" 'ALERTS{alertname="ReputationBlacklistedAssets",alertstate="firing"}')" = 1; }
+wait_for "ReputationBlacklistedAssets on the global view" 120 standing
+listed=$(query "$global_port" 'sum(account_kind:reputation_blacklisted_assets:count{job="reputation"})')
+echo "fleet: ReputationBlacklistedAssets fires on the global view, for $listed listed assets"
+# And on VictoriaMetrics' ruler (vmalert) over the aggregates remote-written there, which
+# records the alerts' state in the store as ALERTS (the notifier is a port nobody listens on).
+vmalert_port=$(free_port)
+vmalert -rule="$work/alerts-global.yml" -datasource.url="http://127.0.0.1:$vm_port" \
+    -remoteWrite.url="http://127.0.0.1:$vm_port" -notifier.url="http://127.0.0.1:$(free_port)" \
+    -evaluationInterval=5s -httpListenAddr="127.0.0.1:$vmalert_port" -loggerLevel=ERROR \
+    >"$work/vmalert.log" 2>&1 &
+pids+=($!)
+vm_standing() { test "$(query "$vm_port" 'ALERTS{alertname="ReputationBlacklistedAssets",alertstate="firing"}')" = 1; }
+wait_for "ReputationBlacklistedAssets on VictoriaMetrics" 120 vm_standing
+echo "fleet: ReputationBlacklistedAssets fires on VictoriaMetrics too (vmalert over the remote-written aggregates)"
 
 # A low score, and the server whose slice holds it.
 read -r kind asset < <(curl -sfG "http://127.0.0.1:$global_port/api/v1/query" \
-    --data-urlencode 'query=bottomk(1, max without (instance) (reputation_senderscore{job="reputation"}) < 70)' |
+    --data-urlencode 'query=bottomk(1, asset:reputation_senderscore:bottomk{job="reputation"} < 70)' |
     python3 -c 'import json,sys; m=json.load(sys.stdin)["data"]["result"][0]["metric"]; print(m["kind"], m["asset"])')
 [ -n "${asset:-}" ] || fail "no asset below 70 in the fleet"
 read -r slice holder < <(python3 - "$kind" "$asset" <<'PY'
@@ -128,6 +204,6 @@ promtool check config "$work/server-1.yml" >/dev/null || fail "the changed serve
 curl -sf -X POST "http://127.0.0.1:${ports[1]}/-/reload" || fail "server 1 did not reload"
 missing() { test "$(query "$global_port" 'ALERTS{alertname="ReputationShardsMissing",alertstate="firing"}')" = 1; }
 wait_for "ReputationShardsMissing on the global view" 120 missing
-seen=$(query "$global_port" 'count(max without (instance) (reputation_exporter_shards{job="reputation"}))')
+seen=$(query "$global_port" 'count(count by (shard) (reputation_exporter_shards{job="reputation"}))')
 echo "fleet: slice $dropped no longer scraped: ReputationShardsMissing fires on the global view ($seen of 4 slices)"
 echo "fleet: passed"

@@ -100,23 +100,26 @@ for name, rule in oa.items():
     check(f"{name} runbook", rule["annotations"]["runbook_url"], f"https://wiki.example.com/reputation/runbook#{name.lower()}")
     assert "$labels.instance" not in rule["annotations"]["description"], name
     assert "instance" not in expr, f"{name}: {expr}"
-check("standing listings grouping", oa["ReputationBlacklistedAssets"]["expr"].split(" ((max")[0], "count by (job, tenant)")
+check("standing listings", oa["ReputationBlacklistedAssets"]["expr"], 'sum by (job, tenant) (last_over_time(account_kind:reputation_blacklisted_assets:count{job="mail-reputation"}[30m])) > 0')
 assert "on (job, tenant, kind, asset, blacklist)" in oa["ReputationBlacklistListed"]["expr"], oa["ReputationBlacklistListed"]["expr"]
 assert 'ALERTS{job="mail-reputation", alertname="ReputationBlacklistListed"' in oa["ReputationBlacklistListed"]["expr"]
 assert "$labels.pod" in oa["ReputationExporterReplicaDown"]["annotations"]["description"]
-for rule in o["prometheusRules"]["groups"][0]["rules"]:
-    assert 'job="mail-reputation"' in rule["expr"], rule
-    assert "without (pod, shard)" in rule["expr"] or "without" not in rule["expr"], rule
-    assert "instance" not in rule["expr"], rule
+for group in o["prometheusRules"]["groups"]:
+    for rule in group["rules"]:
+        assert 'job="mail-reputation"' in rule["expr"], rule
+        assert "max without (pod)" in rule["expr"] and "by (job, tenant, shard" in rule["expr"], rule
+        assert "instance" not in rule["expr"], rule
 
 dd, od = dashboard(d), dashboard(o)
 check("default score colours", steps(dd, "Worst Sender Score"), [None, 70, 80])
 check("override score colours", steps(od, "Worst Sender Score"), [None, 80, 90])
 check("override score bars", steps(od, "Worst Sender Scores"), [None, 80, 90])
 job = next(v for v in od["templating"]["list"] if v["name"] == "job")
-check("override job variable", job["definition"], 'label_values(reputation_up{job="mail-reputation"}, job)')
+check("override job variable", job["definition"], 'label_values(account_kind:reputation_assets:count{job="mail-reputation"}, job)')
 account = next(v for v in od["templating"]["list"] if v["name"] == "account")
-check("override account variable", account["definition"], 'label_values(reputation_up{job=~"$job"}, tenant)')
+check("override account variable", account["definition"], 'label_values(account_kind:reputation_assets:count{job=~"$job"}, tenant)')
+picker = next(v for v in od["templating"]["list"] if v["name"] == "asset")["definition"]
+assert "max without (pod, shard)" in picker and 'tenant=~"$account"' in picker and "instance" not in picker, picker
 changed = 0
 for before, after in zip(exprs(dd), exprs(od)):
     assert 'tenant=~"$account"' in after and 'account=~' not in after, after

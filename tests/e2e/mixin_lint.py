@@ -7,7 +7,7 @@ Alerts: names CamelCase with the mixin's common prefix, `severity` critical/warn
 static `summary` starting with a capital and ending with a period, a templated `description`, a
 `runbook_url`. Groups: unique names, between 1 and MAX_RULES rules. Dashboards: a title and a
 uid each; every panel and annotation query on the datasource variable and selecting the job
-and instance variables. Prints each problem and exits 1 when there is one.
+and account variables. Prints each problem and exits 1 when there is one.
 """
 import json
 import re

@@ -172,9 +172,12 @@ wait_for 20 has_series 'reputation_senderscore{job="reputation"}' "$served_serie
     fail "Prometheus has fewer reputation_senderscore series than the exporter serves ($served_series)"
 echo "e2e: $served_series reputation_senderscore series, values as served"
 
-wait_for 30 has_series 'kind:reputation_senderscore:min' 2 || fail "recording rule kind:reputation_senderscore:min"
-wait_for 30 has_series 'kind:reputation_snds_reputation_green:ratio' 1 ||
-    fail "recording rule kind:reputation_snds_reputation_green:ratio"
+wait_for 30 has_series 'account_kind:reputation_senderscore:min{account="main"}' 2 ||
+    fail "recording rule account_kind:reputation_senderscore:min"
+wait_for 30 has_series 'account_kind:reputation_snds_reputation:count{account="main"}' 2 ||
+    fail "recording rule account_kind:reputation_snds_reputation:count"
+wait_for 30 has_series 'asset:reputation_senderscore:bottomk{account="main"}' 25 ||
+    fail "recording rule asset:reputation_senderscore:bottomk"
 echo "e2e: recording rules evaluated"
 
 # The demo always has addresses scored below 70.

@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# A sharded fleet's global view, measured: the exporter (release build) polls `simulate --assets
+# ASSETS` with metrics.shards = N; for each slice in turn, a Prometheus slice server scrapes it
+# with the shipped alerts-servers.yml (alerts and recording rules) and remote-writes what the
+# shipped remote-write.yml keeps to a global Prometheus (remote-write receiver), then stops (one
+# at a time, so that the measurement fits one machine; the servers of a real fleet run side by
+# side). Prints, per slice server, its head series and peak memory; for the global server, its
+# head series and peak memory once every slice has written, and the time of each query of the
+# dashboard's fleet overview there (variables at All).
+#
+# Scrapes every 15s and rules every 15s (the changes group too) so that each server is done in a
+# minute; the global server looks back an hour (--query.lookback-delta=1h) so that the first
+# slices' aggregates are still current when the last is written.
+#
+# Usage: bench/global.sh [ASSETS] [N]    (default: 1000000 and 8)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+assets=${1:-1000000}
+shards=${2:-8}
+# shellcheck source=bench/need.sh
+. bench/need.sh
+need prometheus curl
+
+e2e_name=bench-global
+# shellcheck source=tests/e2e/lib.sh
+. tests/e2e/lib.sh
+
+cargo build --release --quiet --bin reputation-exporter
+exporter=$(realpath target/release/reputation-exporter)
+simulated api_url "$exporter" "$assets"
+exporter_port=$(free_port)
+REPUTATION_EXPORTER_API__BASE_URL=$api_url REPUTATION_EXPORTER_API__TOKEN=demo-token \
+    REPUTATION_EXPORTER_METRICS__SHARDS=$shards REPUTATION_EXPORTER_POLL__INTERVAL=1h \
+    "$exporter" --web.listen-address "127.0.0.1:$exporter_port" >"$work/exporter.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 600); do
+    curl -sf -o /dev/null "http://127.0.0.1:$exporter_port/-/ready" && break
+    sleep 1
+done
+
+peak_mb() { awk '/^VmHWM/ {print int($2 / 1024)}' "/proc/$1/status"; }
+head_series() { curl -sf "http://127.0.0.1:$1/metrics" | awk '/^prometheus_tsdb_head_series / {print $2}'; }
+query() {
+    curl -sfG "http://127.0.0.1:$1/api/v1/query" --data-urlencode "query=$2" |
+        python3 -c 'import json,sys; r=json.load(sys.stdin)["data"]["result"]; print(r[0]["value"][1] if r else "")'
+}
+wait_for() { # wait_for SECONDS COMMAND...
+    local deadline=$((SECONDS + $1))
+    shift
+    until "$@"; do
+        [ "$SECONDS" -lt "$deadline" ] || fail "not within the deadline: $*"
+        sleep 2
+    done
+}
+
+global_port=$(free_port)
+printf 'global:\n  scrape_interval: 15s\n' >"$work/global.yml"
+prometheus --config.file="$work/global.yml" --storage.tsdb.path="$work/global-data" \
+    --web.listen-address="127.0.0.1:$global_port" --web.enable-remote-write-receiver \
+    --query.lookback-delta=1h >"$work/global.log" 2>&1 &
+global_pid=$!
+pids+=($!)
+
+sed -E -e 's/^( +interval: ).*/\1"15s"/' deploy/prometheus/fleet/alerts-servers.yml >"$work/rules.yml"
+sed -e "s#http://victoriametrics:8428/api/v1/write#http://127.0.0.1:$global_port/api/v1/write#" \
+    deploy/prometheus/fleet/remote-write.yml >"$work/remote-write.yml"
+
+printf '| slice server | its head series | its peak RSS |\n|---|---|---|\n'
+for ((slice = 0; slice < shards; slice++)); do
+    port=$(free_port)
+    {
+        printf 'global:\n  scrape_interval: 15s\n  evaluation_interval: 15s\nrule_files: ["%s"]\n' "$work/rules.yml"
+        printf 'scrape_configs:\n  - job_name: reputation\n    scrape_timeout: 14s\n'
+        printf '    params: {shard: ["%s"]}\n' "$slice"
+        printf '    static_configs: [{targets: ["127.0.0.1:%s"], labels: {account: main, shard: "%s"}}]\n' \
+            "$exporter_port" "$slice"
+        sed -n '/^remote_write:/,$p' "$work/remote-write.yml"
+    } >"$work/slice-$slice.yml"
+    prometheus --config.file="$work/slice-$slice.yml" --storage.tsdb.path="$work/slice-$slice-data" \
+        --web.listen-address="127.0.0.1:$port" >"$work/slice-$slice.log" 2>&1 &
+    pid=$!
+    # Its slice's aggregates and its changes reach the global server.
+    arrived() {
+        [ -n "$(query "$global_port" "account_kind:reputation_assets:count{shard=\"$slice\"}")" ] &&
+            [ -n "$(query "$global_port" "count(asset:reputation_senderscore:bottomk{shard=\"$slice\"})")" ] &&
+            curl -sf "http://127.0.0.1:$port/api/v1/rules" | python3 -c '
+import json, sys
+groups = json.load(sys.stdin)["data"]["groups"]
+sys.exit(0 if groups and all(g["lastEvaluation"] > "2000" and g["evaluationTime"] > 0 for g in groups) else 1)'
+    }
+    wait_for 600 arrived
+    sleep 20 # one more evaluation and send
+    printf '| %s | %s | %s MB |\n' "$slice" "$(head_series "$port")" "$(peak_mb "$pid")"
+    kill "$pid"
+    wait "$pid" || true
+    rm -rf "$work/slice-$slice-data"
+done
+
+counted=$(query "$global_port" 'sum(account_kind:reputation_assets:count)')
+[ "$counted" = "$assets" ] || fail "the global server counts $counted assets"
+printf '\nglobal server: %s assets counted from the aggregates, %s head series, peak RSS %s MB\n\n' \
+    "$counted" "$(head_series "$global_port")" "$(peak_mb "$global_pid")"
+python3 - deploy/grafana/dashboard.json "http://127.0.0.1:$global_port" <<'PY'
+import json, sys, time, urllib.parse, urllib.request
+dashboard, url = json.load(open(sys.argv[1])), sys.argv[2]
+print("| fleet panel | series | seconds |\n|---|---|---|")
+for panel in dashboard["panels"]:
+    if panel["type"] == "row" and panel["gridPos"]["y"] > 0:
+        break
+    for target in panel.get("targets", []):
+        expr = target["expr"]
+        for name in ("job", "account", "kind"):
+            expr = expr.replace(f'"${name}"', '".*"')
+        now = time.time()
+        params = {"query": expr, "time": now} if target.get("instant") else \
+            {"query": expr, "start": now - 3600, "end": now, "step": 300}
+        path = "query" if target.get("instant") else "query_range"
+        started = time.monotonic()
+        with urllib.request.urlopen(f"{url}/api/v1/{path}?{urllib.parse.urlencode(params)}", timeout=60) as r:
+            answer = json.load(r)
+        took = time.monotonic() - started
+        assert answer["status"] == "success", answer
+        print(f"| {panel['title']} | {len(answer['data']['result'])} | {took:.3f} |")
+PY
