@@ -119,15 +119,17 @@ prometheus-alertmanager --config.file="$work/alertmanager.yml" --storage.path="$
     >"$work/alertmanager.log" 2>&1 &
 pids+=($!)
 
-# Prometheus with the shipped scrape job and alerts, every `for:` shortened to 20s.
+# Prometheus with the shipped scrape job, alerts and recording rules (the account-wide alerts
+# read these), every `for:` shortened to 20s.
 mkdir -p "$work/rules"
 sed -E 's/^( +for: ).*/\1"20s"/' deploy/prometheus/alerts.yml >"$work/rules/alerts.yml"
+cp deploy/prometheus/rules.yml "$work/rules/rules.yml"
 {
     cat <<YAML
 global:
   scrape_interval: 5s
   evaluation_interval: ${evaluation}s
-rule_files: ["$work/rules/alerts.yml"]
+rule_files: ["$work/rules/alerts.yml", "$work/rules/rules.yml"]
 alerting:
   alertmanagers:
     - static_configs:
