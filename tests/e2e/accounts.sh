@@ -64,13 +64,13 @@ query() {
 a="127.0.0.1:${ports[0]}"
 b="127.0.0.1:${ports[1]}"
 every="eu@$a=1 eu@$b=1 us@$a=1 us@$b=1"
-deadline=$((SECONDS + 90))
+deadline=$((SECONDS + 180))
 # Each job is scraped first at its own offset within the interval: wait for all of them.
 until [ "$(query 'up{job="reputation"}' 2>/dev/null)" = "$every" ] &&
     [ "$(query 'reputation_up{job="reputation"}' 2>/dev/null)" = "$every" ] &&
     [ "$(query 'up{job="reputation-exporter"}' 2>/dev/null)" = "$a=1 $b=1" ]; do
     [ "$SECONDS" -lt "$deadline" ] ||
-        fail "not both accounts on both replicas and the exporters' own /metrics up: $(query 'up' || true)"
+        fail "not both accounts on both replicas and the exporters' own /metrics up: up $(query 'up' || true); reputation_up $(query 'reputation_up' || true)"
     sleep 1
 done
 assets=$(query 'sum by (account) (max without (instance) (reputation_assets{job="reputation"}))')
