@@ -61,14 +61,17 @@ query() {
     curl -sfG "http://127.0.0.1:$prometheus_port/api/v1/query" --data-urlencode "query=$1" |
         python3 -c 'import json,sys; r=json.load(sys.stdin)["data"]["result"]; print(" ".join(sorted("@".join(v for v in (x["metric"].get("account",""), x["metric"].get("instance","")) if v)+"="+x["value"][1] for x in r)))'
 }
+# sorted WORD...: the words sorted as query sorts its series, on one line.
+sorted() { printf '%s\n' "$@" | LC_ALL=C sort | paste -sd' '; }
 a="127.0.0.1:${ports[0]}"
 b="127.0.0.1:${ports[1]}"
-every="eu@$a=1 eu@$b=1 us@$a=1 us@$b=1"
+every=$(sorted "eu@$a=1" "eu@$b=1" "us@$a=1" "us@$b=1")
+exporters=$(sorted "$a=1" "$b=1")
 deadline=$((SECONDS + 180))
 # Each job is scraped first at its own offset within the interval: wait for all of them.
 until [ "$(query 'up{job="reputation"}' 2>/dev/null)" = "$every" ] &&
     [ "$(query 'reputation_up{job="reputation"}' 2>/dev/null)" = "$every" ] &&
-    [ "$(query 'up{job="reputation-exporter"}' 2>/dev/null)" = "$a=1 $b=1" ]; do
+    [ "$(query 'up{job="reputation-exporter"}' 2>/dev/null)" = "$exporters" ]; do
     [ "$SECONDS" -lt "$deadline" ] ||
         fail "not both accounts on both replicas and the exporters' own /metrics up: up $(query 'up' || true); reputation_up $(query 'reputation_up' || true)"
     sleep 1
