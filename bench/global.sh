@@ -41,18 +41,8 @@ done
 
 peak_mb() { awk '/^VmHWM/ {print int($2 / 1024)}' "/proc/$1/status"; }
 head_series() { curl -sf "http://127.0.0.1:$1/metrics" | awk '/^prometheus_tsdb_head_series / {print $2}'; }
-query() {
-    curl -sfG "http://127.0.0.1:$1/api/v1/query" --data-urlencode "query=$2" |
-        python3 -c 'import json,sys; r=json.load(sys.stdin)["data"]["result"]; print(r[0]["value"][1] if r else "")'
-}
-wait_for() { # wait_for SECONDS COMMAND...
-    local deadline=$((SECONDS + $1))
-    shift
-    until "$@"; do
-        [ "$SECONDS" -lt "$deadline" ] || fail "not within the deadline: $*"
-        sleep 2
-    done
-}
+# `query PORT EXPR`: the value of an instant query's first result, empty when none.
+query() { first_value "http://127.0.0.1:$1" "$2"; }
 
 global_port=$(free_port)
 printf 'global:\n  scrape_interval: 15s\n' >"$work/global.yml"
@@ -62,7 +52,8 @@ prometheus --config.file="$work/global.yml" --storage.tsdb.path="$work/global-da
 global_pid=$!
 pids+=($!)
 
-sed -E -e 's/^( +interval: ).*/\1"15s"/' deploy/prometheus/fleet/alerts-servers.yml >"$work/rules.yml"
+sed -E -e 's/^( +(- )?interval: ).*/\1"15s"/' deploy/prometheus/fleet/alerts-servers.yml >"$work/rules.yml"
+grep -q 'interval: "15s"' "$work/rules.yml" || fail "the changes group's interval was not shortened to 15s"
 sed -e "s#http://victoriametrics:8428/api/v1/write#http://127.0.0.1:$global_port/api/v1/write#" \
     deploy/prometheus/fleet/remote-write.yml >"$work/remote-write.yml"
 
@@ -89,7 +80,7 @@ import json, sys
 groups = json.load(sys.stdin)["data"]["groups"]
 sys.exit(0 if groups and all(g["lastEvaluation"] > "2000" and g["evaluationTime"] > 0 for g in groups) else 1)'
     }
-    wait_for 600 arrived
+    wait_for --every 2 "slice $slice's aggregates on the global server" 600 arrived
     sleep 20 # one more evaluation and send
     printf '| %s | %s | %s MB |\n' "$slice" "$(head_series "$port")" "$(peak_mb "$pid")"
     kill "$pid"
@@ -102,24 +93,16 @@ counted=$(query "$global_port" 'sum(account_kind:reputation_assets:count)')
 printf '\nglobal server: %s assets counted from the aggregates, %s head series, peak RSS %s MB\n\n' \
     "$counted" "$(head_series "$global_port")" "$(peak_mb "$global_pid")"
 python3 - deploy/grafana/dashboard.json "http://127.0.0.1:$global_port" <<'PY'
-import json, sys, time, urllib.parse, urllib.request
+import json, sys, time
+sys.path.insert(0, "tests/e2e")
+from dashboard_queries import fleet_targets, get
 dashboard, url = json.load(open(sys.argv[1])), sys.argv[2]
 print("| fleet panel | series | seconds |\n|---|---|---|")
-for panel in dashboard["panels"]:
-    if panel["type"] == "row" and panel["gridPos"]["y"] > 0:
-        break
-    for target in panel.get("targets", []):
-        expr = target["expr"]
-        for name in ("job", "account", "kind"):
-            expr = expr.replace(f'"${name}"', '".*"')
-        now = time.time()
-        params = {"query": expr, "time": now} if target.get("instant") else \
-            {"query": expr, "start": now - 3600, "end": now, "step": 300}
-        path = "query" if target.get("instant") else "query_range"
-        started = time.monotonic()
-        with urllib.request.urlopen(f"{url}/api/v1/{path}?{urllib.parse.urlencode(params)}", timeout=60) as r:
-            answer = json.load(r)
-        took = time.monotonic() - started
-        assert answer["status"] == "success", answer
-        print(f"| {panel['title']} | {len(answer['data']['result'])} | {took:.3f} |")
+for title, expr, instant in fleet_targets(dashboard):
+    now = time.time()
+    if instant:
+        data, took = get(url, "/api/v1/query", {"query": expr, "time": now})
+    else:
+        data, took = get(url, "/api/v1/query_range", {"query": expr, "start": now - 3600, "end": now, "step": 300})
+    print(f"| {title} | {len(data['result'])} | {took:.3f} |")
 PY

@@ -154,20 +154,7 @@ start_prometheus() {
 start_prometheus
 
 # query PROMQL: the first value of the answer, empty when there is none (or no answer yet).
-query() {
-    local answer
-    answer=$(curl -sf --get "http://127.0.0.1:$prometheus_port/api/v1/query" --data-urlencode "query=$1") || return 0
-    python3 -c 'import json,sys; r=json.loads(sys.argv[1])["data"]["result"]; print(r[0]["value"][1] if r else "")' "$answer"
-}
-# wait_until SECONDS WHAT COMMAND...: the command succeeds within the deadline, or the test fails.
-wait_until() {
-    local deadline=$((SECONDS + $1)) what=$2
-    shift 2
-    until "$@"; do
-        [ "$SECONDS" -lt "$deadline" ] || fail "$what"
-        sleep 1
-    done
-}
+query() { first_value "http://127.0.0.1:$prometheus_port" "$1"; }
 equals() { [ "$(query "$1")" = "$2" ]; }
 # notifications RECEIVER [ALERTNAME [ASSET [STATUS]]]: how many notifications reached the
 # receiver, with an alert of that name (any when empty), about that asset (any when empty), in
@@ -223,9 +210,9 @@ served_everywhere() {
 serving=("${replica_ports[@]}")
 
 # 1. The installation: every listing in Prometheus, then past every group_wait.
-wait_until 120 "Prometheus never saw the 400 standing listings from both replicas" \
+wait_for "Prometheus seeing the 400 standing listings from both replicas" 120 \
     equals 'count(reputation_blacklist_listed{job="reputation"} == 1)' 800
-wait_until 60 "the standing listings' info alert never fired, once for the account" \
+wait_for "the standing listings' info alert firing, once for the account" 60 \
     equals 'count(ALERTS{alertname="ReputationBlacklistedAssets",alertstate="firing",account="main"})' 1
 sleep 75
 installed=$(total)
@@ -238,7 +225,7 @@ echo "alertmanager: two replicas installed on 400 standing listings: $installed 
 list_on 10.0.0.7 "Spamhaus DBL"
 listed_at=$SECONDS
 paged() { [ "$(pages "${1-ReputationBlacklistListed}" "${2-10.0.0.7}")" -ge 1 ]; }
-wait_until $((poll + 60)) "the new listing did not page within a poll plus a minute" paged
+wait_for "the new listing's page (a poll plus a minute)" $((poll + 60)) paged
 took=$((SECONDS - listed_at))
 sleep 20
 [ "$(pages)" = 1 ] || fail "the new listing paged $(pages) times: $(cat "$work"/notified-*pager.jsonl)"
@@ -249,18 +236,18 @@ echo "alertmanager: two replicas, a new listing paged once, ${took}s after the A
 before=$(total)
 stop_replica 1
 start_replica 1
-wait_until 60 "the restarted replica did not serve the listing again" \
+wait_for "the restarted replica serving the listing again" 60 \
     equals "reputation_blacklist_listed{job=\"reputation\",instance=\"127.0.0.1:${replica_ports[0]}\",asset=\"10.0.0.7\",blacklist=\"Spamhaus DBL\"}" 1
 sleep 30
 [ "$(total)" = "$before" ] || fail "a replica's restart sent notifications: $(tail -n 2 "$work"/notified-*.jsonl)"
 stop_replica 2
 serving=("${replica_ports[0]}")
 ticket() { [ "$(notifications tickets ReputationExporterReplicaDown)" -ge 1 ]; }
-wait_until 150 "a replica down did not reach the ticket queue" ticket
+wait_for "a replica down in the ticket queue" 150 ticket
 [ "$(pages)" = 1 ] || fail "a replica down paged: $(tail -n 1 "$work"/notified-*pager.jsonl)"
 start_replica 2
 serving=("${replica_ports[@]}")
-wait_until 60 "replica 2 did not come back" \
+wait_for "replica 2 back" 60 \
     equals "up{job=\"reputation\",instance=\"127.0.0.1:${replica_ports[1]}\"}" 1
 equals 'count(ALERTS{alertname="ReputationBlacklistListed",alertstate="firing"})' 1 ||
     fail "the listing's alert did not stay firing, once, across the replicas' restarts"
@@ -272,7 +259,7 @@ kill -TERM "$prometheus_pid"
 wait "$prometheus_pid" || true
 sleep 40
 start_prometheus
-wait_until 60 "Prometheus did not come back" curl -sf -o /dev/null "http://127.0.0.1:$prometheus_port/-/ready"
+wait_for "Prometheus back" 60 curl -sf -o /dev/null "http://127.0.0.1:$prometheus_port/-/ready"
 sleep 45
 [ "$(pages)" = "$before" ] || fail "Prometheus' restart paged again: $(tail -n 1 "$work"/notified-*pager.jsonl)"
 [ "$(notifications pager ReputationBlacklistListed 10.0.0.7 resolved)" = 0 ] ||
@@ -284,16 +271,16 @@ echo "alertmanager: Prometheus down 40s (look-back 20s): the page stayed, nothin
 
 # 5. The delisting resolves within two evaluations of the replicas serving it.
 delist 10.0.0.7 "Spamhaus DBL"
-wait_until 60 "the replicas never served the delisting" \
+wait_for "the replicas serving the delisting" 60 \
     served_everywhere 'reputation_blacklist_listed{kind="ip",asset="10.0.0.7",blacklist="Spamhaus DBL"}' 0
 delisted_at=$SECONDS
 resolved() { [ -z "$(query 'ALERTS{alertname="ReputationBlacklistListed"}')" ]; }
-wait_until 60 "the delisting never resolved the alert" resolved
+wait_for "the delisting resolving the alert" 60 resolved
 took=$((SECONDS - delisted_at))
 # A scrape (5s) to see it, two evaluations (5s each), one second of polling slack.
 [ "$took" -le $((5 + 2 * evaluation + 1)) ] || fail "the delisting resolved ${took}s after the replicas served it"
 gone() { ! active ReputationBlacklistListed 10.0.0.7; }
-wait_until 30 "Alertmanager still holds the resolved page" gone
+wait_for "Alertmanager letting go of the resolved page" 30 gone
 [ "$(pages ReputationBlacklistListed 10.0.0.7)" = 1 ] || fail "the listing paged more than once"
 echo "alertmanager: the delisting resolved ${took}s after the replicas served it; one page, one resolution"
 
@@ -303,13 +290,13 @@ stop_replica 2
 start_replica 1 1/2
 start_replica 2 2/2
 for port in "${replica_ports[@]}"; do
-    wait_until 60 "a split replica never became ready" curl -sf -o /dev/null "http://127.0.0.1:$port/-/ready"
+    wait_for "a split replica ready" 60 curl -sf -o /dev/null "http://127.0.0.1:$port/-/ready"
 done
 sleep 20
 before=$(pages)
 list_on 10.0.0.9 "Spamhaus DBL"
 listed_at=$SECONDS
-wait_until $((poll + 60)) "split reports: the new listing did not page within a poll plus a minute" \
+wait_for "split reports: the new listing's page (a poll plus a minute)" $((poll + 60)) \
     paged "" 10.0.0.9
 took=$((SECONDS - listed_at))
 sleep 30
@@ -317,9 +304,9 @@ sleep 30
 page_is_named 10.0.0.9 "Spamhaus DBL" || fail "split reports: the page does not name the blacklist"
 delist 10.0.0.9 "Spamhaus DBL"
 resolved_split() { [ -z "$(query 'ALERTS{asset="10.0.0.9"}')" ]; }
-wait_until 60 "split reports: the delisting never resolved the alert" resolved_split
+wait_for "split reports: the delisting resolving the alert" 60 resolved_split
 gone_split() { ! active ReputationBlacklistListed 10.0.0.9; }
-wait_until 30 "split reports: Alertmanager still holds the resolved page" gone_split
+wait_for "split reports: Alertmanager letting go of the resolved page" 30 gone_split
 sleep 20
 [ "$(pages)" = $((before + 1)) ] || fail "split reports: the delisting paged"
 echo "alertmanager: reports split over the replicas, a new listing paged once (${took}s), its delisting resolved once"
@@ -329,12 +316,12 @@ stop_replica 1
 stop_replica 2
 start_replica 1
 serving=("${replica_ports[0]}")
-wait_until 60 "the single exporter never became ready" curl -sf -o /dev/null "http://127.0.0.1:${replica_ports[0]}/-/ready"
+wait_for "the single exporter ready" 60 curl -sf -o /dev/null "http://127.0.0.1:${replica_ports[0]}/-/ready"
 sleep 30
 before=$(pages)
 list_on 10.0.0.11 "SpamCop"
 listed_at=$SECONDS
-wait_until $((poll + 60)) "one exporter: the new listing did not page within a poll plus a minute" \
+wait_for "one exporter: the new listing's page (a poll plus a minute)" $((poll + 60)) \
     paged ReputationBlacklistListed 10.0.0.11
 took=$((SECONDS - listed_at))
 sleep 20

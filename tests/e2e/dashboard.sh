@@ -58,24 +58,13 @@ prometheus_pid=$!
 pids+=($!)
 url="http://127.0.0.1:$prometheus_port"
 
-query() {
-    curl -sfG "$url/api/v1/query" --data-urlencode "query=$1" |
-        python3 -c 'import json,sys; r=json.load(sys.stdin)["data"]["result"]; print(r[0]["value"][1] if r else "")'
-}
-wait_for() {
-    local what=$1 deadline=$((SECONDS + $2))
-    shift 2
-    until "$@"; do
-        [ "$SECONDS" -lt "$deadline" ] || fail "$what: not within the deadline"
-        sleep 5
-    done
-}
+query() { first_value "$url" "$1"; }
 # The fleet and its reports scraped, and every recording rule evaluated (the group of changes
 # every 5 minutes).
-scraped() { [ "$(query 'sum(account_kind:reputation_assets:count)' 2>/dev/null)" = "$assets" ]; }
-wait_for "Prometheus scraping the $assets assets" 600 scraped
-reported() { [ -n "$(query 'count(reputation_asset_tag_info) > 0.9 * sum(account_kind:reputation_assets:count)' 2>/dev/null)" ]; }
-wait_for "the first report round in Prometheus" 900 reported
+scraped() { [ "$(query 'sum(account_kind:reputation_assets:count)' )" = "$assets" ]; }
+wait_for --every 5 "Prometheus scraping the $assets assets" 600 scraped
+reported() { [ -n "$(query 'count(reputation_asset_tag_info) > 0.9 * sum(account_kind:reputation_assets:count)' )" ]; }
+wait_for --every 5 "the first report round in Prometheus" 900 reported
 # Every rule group evaluated since then.
 reported_at=$(date +%s)
 evaluated() {
@@ -87,7 +76,7 @@ def at(text):
     return datetime.datetime.fromisoformat(text[:26].rstrip("Z") + "+00:00").timestamp()
 sys.exit(0 if groups and all(at(g["lastEvaluation"]) > since for g in groups) else 1)' "$reported_at"
 }
-wait_for "every rule group evaluated after the reports" 600 evaluated
+wait_for --every 5 "every rule group evaluated after the reports" 600 evaluated
 series=$(query 'count({__name__=~".+"})')
 echo "dashboard: Prometheus holds $series series for $assets assets and a week of history"
 

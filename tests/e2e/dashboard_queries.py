@@ -57,6 +57,17 @@ def substitute(expr, values, step):
     return expr
 
 
+def fleet_targets(dashboard):
+    """The fleet overview's queries (every panel above the first row after the top), with job,
+    account and kind at All, as (panel title, expression, whether instant)."""
+    values = {"job": ".*", "account": ".*", "kind": ".*"}
+    for panel in dashboard["panels"]:
+        if panel["type"] == "row" and panel["gridPos"]["y"] > 0:
+            return
+        for target in panel.get("targets", []):
+            yield panel["title"], substitute(target["expr"], values, SCRAPE), target.get("instant", False)
+
+
 def main():
     url, path = sys.argv[1], sys.argv[2]
     bounds = "--bounds" in sys.argv[3:]

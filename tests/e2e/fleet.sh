@@ -34,19 +34,7 @@ for replica in 1 2; do
 done
 
 # `query PORT EXPR`: the value of an instant query's first result, empty when none.
-query() {
-    curl -sfG "http://127.0.0.1:$1/api/v1/query" --data-urlencode "query=$2" |
-        python3 -c 'import json,sys; r=json.load(sys.stdin)["data"]["result"]; print(r[0]["value"][1] if r else "")'
-}
-# `wait_for WHAT SECONDS COMMAND...`: until COMMAND (run again each time) succeeds.
-wait_for() {
-    local what=$1 deadline=$((SECONDS + $2))
-    shift 2
-    until "$@"; do
-        [ "$SECONDS" -lt "$deadline" ] || fail "$what: not within the deadline"
-        sleep 1
-    done
-}
+query() { first_value "http://127.0.0.1:$1" "$2"; }
 # Shipped rules with `for:` shortened to 10s.
 shorten() { sed -E 's/^( +for: )"[^"]+"/\1"10s"/' "$1"; }
 shorten deploy/prometheus/fleet/alerts-servers.yml >"$work/alerts-servers.yml"
@@ -125,31 +113,24 @@ echo "fleet: server 0 holds $held assets ($series_0 series), server 1 $((assets 
 # The dashboard's fleet view as Grafana asks it (variables at All): the same answers from the
 # federating Prometheus and from VictoriaMetrics.
 python3 - deploy/grafana/dashboard.json "http://127.0.0.1:$global_port" "http://127.0.0.1:$vm_port" <<'PY' ||
-import json, sys, urllib.parse, urllib.request
+import json, sys
+sys.path.insert(0, "tests/e2e")
+from dashboard_queries import fleet_targets, get
 dashboard, urls = json.load(open(sys.argv[1])), sys.argv[2:]
 def ask(url, expr):
-    q = urllib.parse.urlencode({"query": expr})
-    with urllib.request.urlopen(f"{url}/api/v1/query?{q}", timeout=30) as r:
-        answer = json.load(r)
-    assert answer["status"] == "success", answer
+    data, _ = get(url, "/api/v1/query", {"query": expr})
     return sorted((json.dumps({k: v for k, v in s["metric"].items() if k != "__name__"}, sort_keys=True),
-                   round(float(s["value"][1]), 6)) for s in answer["data"]["result"])
-fleet, asked = [], 0
-for panel in dashboard["panels"]:
-    if panel["type"] == "row" and panel["gridPos"]["y"] > 0:
-        break
-    for target in panel.get("targets", []):
-        expr = target["expr"]
-        for name in ("job", "account", "kind"):
-            expr = expr.replace(f'"${name}"', '".*"')
-        answers = [ask(url, expr) for url in urls]
-        # topk and bottomk pick any of equal values: the values must agree, not which ties.
-        alike = [sorted(v for _, v in a) for a in answers] if expr.startswith(("topk", "bottomk")) else answers
-        assert alike[0] == alike[1], f"{panel['title']}: {answers}"
-        assert len(answers[0]) <= 300, f"{panel['title']}: {len(answers[0])} series"
-        asked += 1
-        if panel["title"] in ("Assets", "Worst Sender Scores") and not answers[0]:
-            raise SystemExit(f"{panel['title']}: no answer")
+                   round(float(s["value"][1]), 6)) for s in data["result"])
+asked = 0
+for title, expr, _ in fleet_targets(dashboard):
+    answers = [ask(url, expr) for url in urls]
+    # topk and bottomk pick any of equal values: the values must agree, not which ties.
+    alike = [sorted(v for _, v in a) for a in answers] if expr.startswith(("topk", "bottomk")) else answers
+    assert alike[0] == alike[1], f"{title}: {answers}"
+    assert len(answers[0]) <= 300, f"{title}: {len(answers[0])} series"
+    asked += 1
+    if title in ("Assets", "Worst Sender Scores") and not answers[0]:
+        raise SystemExit(f"{title}: no answer")
 print(f"fleet: the dashboard's {asked} fleet queries answer alike from the federating Prometheus and VictoriaMetrics")
 PY
     fail "the fleet view differs between the global views"

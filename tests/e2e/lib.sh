@@ -1,6 +1,7 @@
 # Shared by the end-to-end scripts and benchmarks (sourced, after setting e2e_name): a scratch
 # directory, the processes listed in `pids` stopped on exit, `fail` showing the tail of every log
-# in the scratch directory, a free port on 127.0.0.1, and the simulated API.
+# in the scratch directory, a free port on 127.0.0.1, the simulated API, a Prometheus query's
+# first value, and waiting for a condition with a deadline.
 
 work=$(mktemp -d)
 pids=()
@@ -45,4 +46,28 @@ simulated() {
         sleep 0.1
     done
     fail "the simulated API did not start"
+}
+
+# `first_value URL EXPR`: the value of the first series an instant query of EXPR returns from the
+# Prometheus API at URL; empty when it returns none or does not answer (yet).
+first_value() {
+    local answer
+    answer=$(curl -sfG "$1/api/v1/query" --data-urlencode "query=$2") || return 0
+    python3 -c 'import json,sys; r=json.loads(sys.argv[1])["data"]["result"]; print(r[0]["value"][1] if r else "")' "$answer"
+}
+
+# `wait_for [--every S] WHAT SECONDS COMMAND...`: runs COMMAND every S seconds (1 by default)
+# until it succeeds; fails the test, naming WHAT, when SECONDS have passed first.
+wait_for() {
+    local every=1
+    if [ "$1" = --every ]; then
+        every=$2
+        shift 2
+    fi
+    local what=$1 deadline=$((SECONDS + $2))
+    shift 2
+    until "$@"; do
+        [ "$SECONDS" -lt "$deadline" ] || fail "$what: not within the deadline"
+        sleep "$every"
+    done
 }
