@@ -14,16 +14,19 @@ use tokio::time::Instant;
 use tracing::{debug, error, info, warn};
 
 use crate::health::{Failure, Health};
-use crate::model::{AssetDecoder, AssetSink, DecodedAssets};
+use crate::model::DecodedAssets;
 use crate::snapshot::ListBuilder;
 use crate::store::Store;
 use crate::telemetry::Telemetry;
-use crate::upstream::dto::{self, DecodeError, Rejected, SystemStatus, User};
-use crate::upstream::{BodyDecoder, Client, FetchError};
-use crate::vocabulary::{Endpoint, Kind, Unrecognized};
+use crate::upstream::dto::{self, DecodeError, SystemStatus, User};
+use crate::upstream::{Client, FetchError};
+use crate::vocabulary::{Endpoint, Kind};
 use follow::{FollowUps, Following};
+pub use list::fetch_list;
+use list::log_rejected;
 
 pub mod follow;
+mod list;
 pub mod reports;
 pub mod selection;
 
@@ -430,95 +433,10 @@ impl Poller {
     }
 }
 
-/// One list, by [`Client::call_streaming`], each asset handed to a sink from `sink` (a new one
-/// for each attempt) as soon as it is decoded, with the refusal rule: a list whose unusable
-/// items outnumber its usable ones fails like a bad body (its rejected items counted in
-/// `reputation_unrecognized_values_total`). The poller renders lists so; `backfill` keeps them.
-pub async fn fetch_list<S: AssetSink>(
-    client: &Client,
-    telemetry: &Arc<Telemetry>,
-    kind: Kind,
-    max_labels: usize,
-    sink: impl Fn() -> S,
-    deadline: Instant,
-    on_retry: impl FnMut(&FetchError, Duration),
-) -> Result<DecodedAssets<S>, FetchError> {
-    let endpoint = Endpoint::list(kind);
-    let decoder = || ListBody {
-        assets: AssetDecoder::new(kind, max_labels, sink()),
-        telemetry: telemetry.clone(),
-    };
-    client
-        .call_streaming(endpoint, endpoint.path(), deadline, decoder, on_retry)
-        .await
-}
-
-/// A list's body decoded as it arrives, with the refusal rule at its end.
-struct ListBody<S> {
-    assets: AssetDecoder<S>,
-    telemetry: Arc<Telemetry>,
-}
-
-impl<S: AssetSink> BodyDecoder for ListBody<S> {
-    type Output = DecodedAssets<S>;
-    const HEAVY: bool = AssetDecoder::<S>::HEAVY;
-
-    fn feed(&mut self, chunk: &[u8]) -> Result<(), DecodeError> {
-        self.assets.feed(chunk)
-    }
-
-    fn finish(self) -> Result<DecodedAssets<S>, DecodeError> {
-        let decoded = self.assets.finish()?;
-        match decoded.refusal() {
-            None => Ok(decoded),
-            Some(refused) => {
-                // Counted here: a refused list never reaches its caller.
-                self.telemetry
-                    .unrecognized(rejected_counts(&decoded.rejected));
-                Err(refused)
-            }
-        }
-    }
-}
-
 /// What one cycle achieved.
 struct Outcome {
     /// Every endpoint polled in the cycle succeeded.
     all: bool,
     /// `user` succeeded, or was not due.
     user: bool,
-}
-
-/// Logs the skipped items of a list (the first few one by one, then how many) and counts them
-/// by field.
-fn log_rejected(endpoint: Endpoint, rejected: &Rejected) -> Vec<Unrecognized> {
-    for error in &rejected.first {
-        warn!(
-            endpoint = endpoint.label(),
-            path = %error.path,
-            error = %error.message,
-            "skipped an invalid item of the list"
-        );
-    }
-    if rejected.count > rejected.first.len() {
-        warn!(
-            endpoint = endpoint.label(),
-            skipped = rejected.count,
-            "skipped invalid items of the list (only the first few are logged)"
-        );
-    }
-    rejected_counts(rejected)
-}
-
-/// The skipped items of a list as counts of `reputation_unrecognized_values_total{field}`.
-fn rejected_counts(rejected: &Rejected) -> Vec<Unrecognized> {
-    rejected
-        .by_field
-        .iter()
-        .map(|(field, count)| Unrecognized {
-            field,
-            value: "an invalid list item".into(),
-            count: *count,
-        })
-        .collect()
 }
