@@ -89,11 +89,19 @@ impl Default for Options {
             start_polling: true,
             configure: Box::new(|_| {}),
             token: DEMO_TOKEN,
-            max_connections: server::max_connections(),
+            max_connections: max_connections(),
             log_format: Some(LogFormat::Logfmt),
             reload: None,
         }
     }
+}
+
+/// `main`'s bound on connections, with the open-file limit first raised to the hard limit as
+/// `main` raises it: a test process holds both ends of its connections, and an ordinary user's
+/// soft limit is often 1024.
+fn max_connections() -> usize {
+    server::raise_open_file_limit();
+    server::max_connections()
 }
 
 /// A running exporter on 127.0.0.1, the simulated API behind it, and what it logged.
