@@ -53,12 +53,7 @@ for concurrency in "${concurrencies[@]}"; do
         --web.enable-remote-write-receiver >"$work/prometheus-$concurrency.log" 2>&1 &
     prometheus_pid=$!
     pids+=("$prometheus_pid")
-    deadline=$((SECONDS + 60))
-    until answer=$(curl -sfG "http://127.0.0.1:$port/api/v1/query" --data-urlencode 'query=up') &&
-        [[ $answer == *'"value"'* ]]; do
-        [ "$SECONDS" -lt "$deadline" ] || fail "prometheus never scraped itself"
-        sleep 0.5
-    done
+    wait_for --every 0.5 "prometheus scraping itself" 60 answers "http://127.0.0.1:$port" up
     cpu_before=$(cpu_of "$prometheus_pid")
     rss_before=$(rss_mb_of "$prometheus_pid")
     read -r wall cpu rss < <(timed "remote-$concurrency.log" "$exporter" backfill --since 90d \

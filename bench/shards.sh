@@ -140,8 +140,7 @@ PROM
         [ "$SECONDS" -lt "$deadline" ] || fail "Prometheus did not scrape three times"
         sleep 2
     done
-    q() { curl -sfG "http://127.0.0.1:$prom_port/api/v1/query" --data-urlencode "query=$1" |
-        python3 -c 'import json,sys; r=json.load(sys.stdin)["data"]["result"]; print(r[0]["value"][1] if r else "")'; }
+    q() { first_value "http://127.0.0.1:$prom_port" "$1"; }
     prom_duration=$(q 'scrape_duration_seconds{job="reputation"}')
     prom_samples=$(q 'scrape_samples_scraped{job="reputation"}')
     prom_rss=$(awk '/^VmRSS:/ {printf "%.0f", $2 / 1024}' "/proc/$prom_pid/status")

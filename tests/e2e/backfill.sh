@@ -43,25 +43,17 @@ prometheus --config.file="$work/prometheus.yml" --storage.tsdb.path="$work/data"
     "$retention" --web.listen-address="127.0.0.1:$port" \
     >"$work/prometheus.log" 2>&1 &
 pids+=($!)
-deadline=$((SECONDS + 60))
-until curl -sf -o /dev/null "http://127.0.0.1:$port/-/ready"; do
-    [ "$SECONDS" -lt "$deadline" ] || fail "prometheus never became ready"
-    sleep 1
-done
+wait_for "prometheus ready" 60 curl -sf -o /dev/null "http://127.0.0.1:$port/-/ready"
 
 query='reputation_senderscore{job="reputation",account="main",instance="reputation-exporter-1:9525",kind="ip",asset="192.0.2.1"}'
-answer=$(curl -sfG "http://127.0.0.1:$port/api/v1/query" --data-urlencode "query=$query" \
-    --data-urlencode "time=$at")
-got=$(python3 -c 'import json,sys; r=json.load(sys.stdin)["data"]["result"]; print(r[0]["value"][1] if r else "")' <<<"$answer")
-[ "$got" = "$value" ] || fail "Prometheus answered '$got' at $at, the file says $value ($answer)"
+got=$(first_value "http://127.0.0.1:$port" "$query" "$at")
+[ "$got" = "$value" ] || fail "Prometheus answered '$got' at $at, the file says $value"
 echo "backfill: Prometheus answers reputation_senderscore=$value for 192.0.2.1 at $(date -u -d "@$at" +%FT%TZ)"
 # The oldest day too: the retention keeps all of --since.
 oldest=$(awk '/^reputation_senderscore\{/ && (min == "" || $3 < min) {min = $3} END {print min}' \
     "$work/history.om")
-answer=$(curl -sfG "http://127.0.0.1:$port/api/v1/query" \
-    --data-urlencode 'query=count(reputation_senderscore)' --data-urlencode "time=$oldest")
-got=$(python3 -c 'import json,sys; r=json.load(sys.stdin)["data"]["result"]; print(r[0]["value"][1] if r else 0)' <<<"$answer")
-[ "$got" -gt 0 ] || fail "nothing at the oldest sample, $(date -u -d "@$oldest" +%FT%TZ): the retention dropped it"
+got=$(first_value "http://127.0.0.1:$port" 'count(reputation_senderscore)' "$oldest")
+[ "${got:-0}" -gt 0 ] || fail "nothing at the oldest sample, $(date -u -d "@$oldest" +%FT%TZ): the retention dropped it"
 echo "backfill: $got scores at the oldest sample, $(date -u -d "@$oldest" +%FT%TZ), kept with $retention"
 
 python3 tests/e2e/history_panels.py "http://127.0.0.1:$port" "$work/history.om" \

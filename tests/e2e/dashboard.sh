@@ -61,9 +61,9 @@ url="http://127.0.0.1:$prometheus_port"
 query() { first_value "$url" "$1"; }
 # The fleet and its reports scraped, and every recording rule evaluated (the group of changes
 # every 5 minutes).
-scraped() { [ "$(query 'sum(account_kind:reputation_assets:count)' )" = "$assets" ]; }
+scraped() { [ "$(query 'sum(account_kind:reputation_assets:count)')" = "$assets" ]; }
 wait_for --every 5 "Prometheus scraping the $assets assets" 600 scraped
-reported() { [ -n "$(query 'count(reputation_asset_tag_info) > 0.9 * sum(account_kind:reputation_assets:count)' )" ]; }
+reported() { [ -n "$(query 'count(reputation_asset_tag_info) > 0.9 * sum(account_kind:reputation_assets:count)')" ]; }
 wait_for --every 5 "the first report round in Prometheus" 900 reported
 # Every rule group evaluated since then.
 reported_at=$(date +%s)

@@ -48,13 +48,18 @@ simulated() {
     fail "the simulated API did not start"
 }
 
-# `first_value URL EXPR`: the value of the first series an instant query of EXPR returns from the
-# Prometheus API at URL; empty when it returns none or does not answer (yet).
+# `first_value URL EXPR [TIME]`: the value of the first series an instant query of EXPR (at TIME,
+# else now) returns from the Prometheus API at URL; empty when it returns none or does not answer
+# (yet).
 first_value() {
     local answer
-    answer=$(curl -sfG "$1/api/v1/query" --data-urlencode "query=$2") || return 0
+    answer=$(curl -sfG "$1/api/v1/query" --data-urlencode "query=$2" ${3:+--data-urlencode "time=$3"}) ||
+        return 0
     python3 -c 'import json,sys; r=json.loads(sys.argv[1])["data"]["result"]; print(r[0]["value"][1] if r else "")' "$answer"
 }
+
+# `answers URL EXPR`: an instant query of EXPR at the Prometheus API at URL returns a value.
+answers() { [ -n "$(first_value "$1" "$2")" ]; }
 
 # `wait_for [--every S] WHAT SECONDS COMMAND...`: runs COMMAND every S seconds (1 by default)
 # until it succeeds; fails the test, naming WHAT, when SECONDS have passed first.

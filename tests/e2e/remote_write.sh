@@ -43,26 +43,21 @@ start_prometheus() {
         "$retention" --web.listen-address="127.0.0.1:$port" \
         --web.enable-remote-write-receiver --web.enable-lifecycle >"$work/$name.log" 2>&1 &
     pids+=($!)
-    local deadline=$((SECONDS + 60)) answer
-    until answer=$(curl -sfG "http://127.0.0.1:$port/api/v1/query" --data-urlencode 'query=up') &&
-        [[ $answer == *'"value"'* ]]; do
-        [ "$SECONDS" -lt "$deadline" ] || fail "prometheus $name never scraped itself"
-        sleep 0.5
-    done
+    wait_for --every 0.5 "prometheus $name scraping itself" 60 answers "http://127.0.0.1:$port" up
     printf -v "port_$name" '%s' "$port"
 }
 
 # `totals PORT`: the samples of the three families within the window, and the sum of their
 # values, one per line.
 totals() {
-    local function query=""
+    local function query="" total
     for function in count_over_time sum_over_time; do
         query=""
         for family in reputation_senderscore reputation_blacklistings reputation_blacklist_listed; do
             query+="${query:+ + }sum($function($family[120d]))"
         done
-        curl -sfG "http://127.0.0.1:$1/api/v1/query" --data-urlencode "query=$query" |
-            python3 -c 'import json,sys; r=json.load(sys.stdin)["data"]["result"]; print(r[0]["value"][1] if r else 0)'
+        total=$(first_value "http://127.0.0.1:$1" "$query")
+        echo "${total:-0}"
     done
 }
 
