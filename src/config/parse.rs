@@ -88,8 +88,15 @@ pub fn base_url<'de, D: Deserializer<'de>>(
     deserializer: D,
 ) -> Result<Option<reqwest::Url>, D::Error> {
     parsed(deserializer, |value| {
-        let url = reqwest::Url::parse(value.trim())
-            .map_err(|e| format!("`{value}` is not a URL: {e}"))?;
+        let value = value.trim();
+        // `api.example.com` (or `api.example.com:8443`, which parses with a scheme of its own)
+        // was meant with https:// before it.
+        if !value.contains("://") {
+            return Err(format!(
+                "`{value}` has no scheme; write https://{value} (or http:// for a plain HTTP API)"
+            ));
+        }
+        let url = reqwest::Url::parse(value).map_err(|e| format!("`{value}` is not a URL: {e}"))?;
         if !matches!(url.scheme(), "http" | "https") || url.host().is_none() {
             return Err(format!("`{value}` is not an http(s) URL"));
         }
@@ -234,6 +241,19 @@ impl Written for usize {
     fn from_written(text: &str) -> Option<usize> {
         text.parse().ok()
     }
+}
+
+/// Most slices `metrics.shards` may ask for: a slice of a million-asset fleet at 1,024 is about
+/// a thousand assets, far below what one target can serve.
+pub const MAX_SHARDS: usize = 1024;
+
+/// `metrics.shards`: a whole number from 1 to [`MAX_SHARDS`], checked where it is read so that
+/// the message says where it was written.
+pub fn shards<'de, D: Deserializer<'de>>(deserializer: D) -> Result<usize, D::Error> {
+    parsed(deserializer, |value| match value.trim().parse::<usize>() {
+        Ok(n) if (1..=MAX_SHARDS).contains(&n) => Ok(n),
+        _ => Err(format!("`{value}` is not from 1 to {MAX_SHARDS}")),
+    })
 }
 
 /// A typed value (a TOML boolean or number), or its textual form (as environment variables give

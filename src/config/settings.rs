@@ -77,7 +77,7 @@ pub struct MetricsSettings {
     #[serde(deserialize_with = "parse::lenient")]
     pub max_labels_per_asset: usize,
     /// Slices of the per-asset series, each served on `?shard=I`.
-    #[serde(deserialize_with = "parse::lenient")]
+    #[serde(deserialize_with = "parse::shards")]
     pub shards: usize,
 }
 

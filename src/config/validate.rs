@@ -3,10 +3,6 @@
 
 use super::*;
 
-/// Most slices `metrics.shards` may ask for: a slice of a million-asset fleet at 1,024 is about
-/// a thousand assets, far below what one target can serve.
-const MAX_SHARDS: usize = 1024;
-
 impl Settings {
     /// Checks what involves several keys, and builds what each section configures; every
     /// problem is reported, not only the first.
@@ -46,12 +42,6 @@ impl Settings {
             shared_problems.push(Problem::invalid(
                 "backoff.initial_delay",
                 "must not be longer than backoff.max_delay",
-            ));
-        }
-        if !(1..=MAX_SHARDS).contains(&self.metrics.shards) {
-            shared_problems.push(Problem::invalid(
-                "metrics.shards",
-                format!("must be from 1 to {MAX_SHARDS}"),
             ));
         }
         let reports = self.asset_reports;

@@ -491,3 +491,41 @@ fn the_toml_example_is_valid_and_holds_the_defaults() {
 }
 
 mod several;
+
+#[test]
+fn an_out_of_range_shard_count_says_where_it_was_set() {
+    let mut vars = REMOTE.to_vec();
+    vars.push(("REPUTATION_EXPORTER_METRICS__SHARDS", "0"));
+    let message = load(&Cli::default(), &vars).unwrap_err().to_string();
+    assert_eq!(
+        message,
+        "invalid configuration: REPUTATION_EXPORTER_METRICS__SHARDS: `0` is not from 1 to 1024"
+    );
+    let file = TomlFile::new("shards", "[metrics]\nshards = 5000\n");
+    let message = load(&file.cli(), REMOTE).unwrap_err().to_string();
+    assert_eq!(
+        message,
+        format!(
+            "invalid configuration: {}: `metrics.shards`: `5000` is not from 1 to 1024",
+            file.0.display()
+        )
+    );
+}
+
+#[test]
+fn a_base_url_without_a_scheme_is_shown_with_https() {
+    for written in ["api.example.com", "api.example.com:8443"] {
+        let vars = [
+            ("REPUTATION_EXPORTER_API__BASE_URL", written),
+            ("REPUTATION_EXPORTER_API__TOKEN", "t0ken"),
+        ];
+        let message = load(&Cli::default(), &vars).unwrap_err().to_string();
+        assert_eq!(
+            message,
+            format!(
+                "invalid configuration: REPUTATION_EXPORTER_API__BASE_URL: `{written}` has no \
+                 scheme; write https://{written} (or http:// for a plain HTTP API)"
+            )
+        );
+    }
+}
