@@ -5,8 +5,9 @@
 # (deploy/grafana/dashboard.json) and the Kubernetes PrometheusRule
 # (deploy/kubernetes/prometheusrule.yaml); the ServiceMonitor of a sliced exporter
 # (deploy/kubernetes/servicemonitor-slices.yaml, N = 4); and the units' Documentation=
-# (deploy/systemd). CI
-# runs it with the defaults and fails on any difference.
+# (deploy/systemd); and the promtool tests of the alerts' promises
+# (deploy/prometheus/tests/alerts_test.yml and timelines_test.yml, from tests/rules/scenarios.py,
+# where a checkout has it). CI runs it with the defaults and fails on any difference.
 #
 # Needs jsonnet (Debian: apt-get install jsonnet). To change a threshold, a selector or the
 # dashboard, edit mixin/config.libsonnet and run it again. The runbook lives at RUNBOOK_URL, by
@@ -31,6 +32,9 @@ runbook=${RUNBOOK_URL:-$default}
 config=$(python3 -c 'import json, sys; print(json.dumps({"runbookUrl": sys.argv[1]}))' "$runbook")
 jsonnet -S -m . --tla-code "config=$config" ../mixin/render.jsonnet >/dev/null
 jsonnet -S kubernetes/servicemonitor-slices.jsonnet >kubernetes/servicemonitor-slices.yaml
+if [ -f ../tests/rules/scenarios.py ]; then
+    python3 ../tests/rules/scenarios.py
+fi
 
 sed -i "s#^Documentation=.*#Documentation=$repository $runbook#" systemd/reputation-exporter.service \
     systemd/reputation-exporter.socket

@@ -16,10 +16,10 @@
     // account (and asset), so that its replicas page once.
     accountLabel: 'account',
     // The label that tells the replicas of an account apart (processes, pods): every alert,
-    // recording rule and panel takes one value of an account's series whatever the number of
-    // replicas serving them, from the replicas that serve it now, else the last within the
-    // gap window. One replica down while another serves is a ticket
-    // (ReputationExporterReplicaDown), all down a page (ReputationExporterDown).
+    // recording rule and panel takes one value of an account's series (the max, or the min
+    // where the worst case is the low one) whatever the number of replicas serving them. One
+    // replica down while another serves is a ticket (ReputationExporterReplicaDown), all down
+    // a page (ReputationExporterDown).
     replicaLabel: 'instance',
     // The target label that tells the slices of metrics.shards apart (the scrape configuration
     // sets it from the `shard` parameter). Every slice carries the exporter's and the API's own
@@ -27,63 +27,52 @@
     // page or sum a process' values once per slice.
     shardLabel: 'shard',
 
-    // Gaps bridged: where no replica serves a series now, every reputation alert reads its
-    // last sample within this window, so a restart of the exporter or of Prometheus, or a
-    // scrape gap, neither resolves a firing alert nor restarts a pending one's `for`, while
-    // the first sample that contradicts it resolves it at once. List-side series come back
-    // within a poll after a start. A page that was firing is remembered (its ALERTS series)
-    // over this window too: a Prometheus down for up to this long keeps it, and Alertmanager
-    // keeps it only if Prometheus runs with --rules.alert.resend-delay of a quarter of it
-    // (docs/deploying.md).
-    gapWindow: '20m',
-    // The asset-report series (listings, blacklist events) come back as a large fleet's first
-    // report round after a start reaches each asset.
-    reportGapWindow: '90m',
+    // A firing alert whose series are missing (a failed scrape, a restart of the exporter or
+    // of the replica that reports on the asset) stays firing this long (keep_firing_for): a
+    // gap neither resolves nor pages it again. A real end (the data saying so) resolves it
+    // this long after the data says it: within a poll plus this plus a minute. Two missed
+    // scrapes at the 1m interval scrape.yml ships.
+    keepFiringFor: '3m',
 
     // ReputationSenderScoreLow (warning): a score below the floor for this long.
     senderScoreFloor: 70,
     senderScoreLowFor: '30m',
     // The dashboard colours scores from here on green (orange between floor and this).
     senderScoreGood: 80,
-    // ReputationSenderScoreDropped (critical): this many points below the highest of the
-    // window.
+    // ReputationSenderScoreDropped (critical): the score fell this many points at the API's
+    // last check (reputation_senderscore_change); it lasts until the API's next check.
     senderScoreDrop: 10,
-    senderScoreDropWindow: '24h',
-    senderScoreDropFor: '15m',
-    // ReputationBlacklistListed (critical): a listing whose event is younger than this is
-    // new and pages; an older one (a fleet's standing listings, first seen at installation)
-    // does not. A page lasts until the delisting.
+    // ReputationBlacklistListed (critical): a listing named by a report that began less than
+    // this many seconds ago (reputation_blacklist_listed_since_timestamp_seconds) pages; an
+    // older one (a fleet's standing listings, first seen at installation) does not. The page
+    // ends with the listing, or when the listing is this old: from then on it is one of the
+    // account's standing listings (ReputationBlacklistedAssets).
     listingNewSeconds: 43200,
-    // ReputationAssetBlacklisted (critical, the listings no report names): the count higher
-    // than at any time in this window...
-    listingWindow: '6h',
-    // ...for this long, the time the report that names the listing (fetched at once: reports
-    // follow the list) takes to arrive; when it does, ReputationBlacklistListed pages instead.
+    // ReputationAssetBlacklisted (critical): the list's count rose at the API's last check and
+    // no report names the new listing for this long, the time a report that follows the list
+    // takes to name it (when it does, ReputationBlacklistListed pages instead).
     listingCountFor: '2m',
-    // ReputationSndsBlocked (critical): blocked now, and not blocked at some time in this
-    // window (a new block); it lasts until the block is lifted.
-    sndsBlockedNewWindow: '6h',
-    sndsBlockedFor: '15m',
     // ReputationSndsRed (warning).
     sndsRedFor: '1h',
     // ReputationBlacklistedAssets and ReputationSndsBlockedAssets (info): the standing
     // conditions of an account, one alert each, once they have stood this long.
     standingFor: '15m',
     // Routing by team: a regular expression on asset tags (e.g. 'team-.+'). When set, the
-    // per-asset critical alerts carry the asset's matching tag as a `team` label (an asset
-    // with two carries two alerts, one per team), for Alertmanager to route on
-    // (deploy/alertmanager/alertmanager.yml). Tags need asset reports; assets without a
-    // matching tag alert without `team`. Empty: no `team` label.
+    // per-asset critical alerts carry the asset's matching tag as a `team` label (one per
+    // asset), for Alertmanager to route on (deploy/alertmanager/alertmanager.yml). Tags need
+    // asset reports; assets without a matching tag alert without `team`. Empty: no `team`
+    // label.
     teamTag: '',
     // ReputationApiDown: polls of an endpoint failing after their retries this long.
     apiDownFor: '30m',
     // ReputationApiTokenRejected.
     tokenRejectedFor: '5m',
     // ReputationDataStale (critical): the last successful list poll of every replica older
-    // than this (seconds; metrics.max_age, after which the exporter drops the asset series,
-    // so no alert sees a new event). It is the one page of an API outage: the listing and
-    // block pages that were firing stay firing through it, neither resolved nor paged again.
-    staleAfterSeconds: 3600,
+    // than this (seconds), for staleFor. The one page of an API outage: it must fire before
+    // metrics.max_age (1h by default) drops the asset series, so that Alertmanager holds the
+    // per-asset alerts (inhibition) before they could resolve; keep this plus staleFor below
+    // metrics.max_age.
+    staleAfterSeconds: 2700,
     staleFor: '5m',
     // ReputationExporterDown (no replica serves the account), ReputationExporterReplicaDown
     // (one of several does not) and ReputationExporterReloadFailed.
@@ -97,15 +86,19 @@
     // Each alert links runbookUrl#<alert name in lower case>, the runbook's heading for it.
     runbookUrl: 'https://github.com/reputation-exporter/reputation-exporter/blob/main/docs/runbook.md',
 
-    // The recording rules of the fleet's first screen: the worst Sender Scores and the most
-    // blacklisted assets kept per account and kind, and the events of the last changesWindowSeconds kept per account
-    // (new listings, score drops, new SNDS blocks), recorded every changesInterval.
+    // The recording rules of the fleet's first screen, evaluated at the pace the data changes
+    // (poll.interval, 5m by default) rather than every minute: the worst Sender Scores and the
+    // most blacklisted assets kept per account and kind, and the events kept per account
+    // (listings begun in the last changesWindowSeconds, score drops and SNDS blocks at the
+    // API's last check).
+    rulesInterval: '5m',
+    // The fleet alerts read the recorded results over four of their evaluations.
+    recordedWindow: '20m',
     worstKept: 25,
     // The asset view's picker lists at most this many assets matching the search.
     assetPickerMax: 1000,
     changesKept: 50,
     changesWindowSeconds: 86400,
-    changesInterval: '5m',
 
     // The dashboard.
     dashboardUid: 'reputation-exporter',

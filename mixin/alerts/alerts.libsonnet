@@ -1,11 +1,13 @@
 // The alerts. Each links its heading of the runbook; thresholds and durations come from
 // _config (config.libsonnet).
 //
-// Every alert is about one account (_config.accountLabel), or one asset of it: the replicas
-// (_config.replicaLabel) and slices (_config.shardLabel) that serve the same series are one
-// source, so an event pages once however many serve it. A page that was firing stays firing
-// through what says nothing new (a restart of the exporter or of Prometheus within the gap
-// window, an API outage of any length) and ends at the first sample that says it is over.
+// Every alert is one condition on what the exporter serves now: what is new and since when
+// comes from the API's own data (a listing's start, the change at the API's last check), so no
+// rule keeps history or reads its own alerts. The replicas (_config.replicaLabel) and slices
+// (_config.shardLabel) that serve the same series are joined once per rule, so an event pages
+// once however many serve it; `keep_firing_for` carries a firing alert over a scrape gap or a
+// restart, and Alertmanager's inhibition keeps an API outage to one page
+// (deploy/alertmanager/alertmanager.yml).
 {
   local c = $._config,
   local runbook(name) = '%s#%s' % [c.runbookUrl, std.asciiLower(name)],
@@ -21,70 +23,37 @@
     },
   } + extra,
   local pendingFor(duration) = { 'for': duration },
+  // Carried over a gap in the data (a failed scrape, a restart): resolved only when the data
+  // has said it is over for this long.
+  local bridged = { keep_firing_for: c.keepFiringFor },
   // The account an alert is about, in its description.
   local who = '{{ if $labels.%(a)s }}account {{ $labels.%(a)s }} (job {{ $labels.job }}){{ else }}job {{ $labels.job }}{{ end }}' % { a: c.accountLabel },
 
-  // What an alert is about: an account, an asset of it, a listing of an asset.
   local account = 'job, %(accountLabel)s' % c,
   local asset = account + ', kind, asset',
-  local listing = asset + ', blacklist',
-  // Who serves it: aggregated away.
-  local servers = '%(replicaLabel)s, %(shardLabel)s' % c,
-  local series(name, matchers='') = '%s{%s%s}' % [name, c.selector, if matchers == '' then '' else ', ' + matchers],
-  // One value of a series per account, whoever serves it: of the replicas that serve it now,
-  // else its last sample within the window (a restart, a scrape gap, Prometheus down).
-  local merged(selector, window=c.gapWindow, aggregation='max') =
-    '(%(a)s without (%(s)s) (%(x)s) or %(a)s without (%(s)s) (last_over_time(%(x)s[%(w)s])))'
-    % { a: aggregation, s: servers, x: selector, w: window },
+  // One value of a series per account (and asset), whichever replicas and slices serve it.
+  local one(metric, matchers='', aggregation='max') =
+    '%s without (%s, %s) (%s{%s%s})'
+    % [aggregation, c.replicaLabel, c.shardLabel, metric, c.selector, if matchers == '' then '' else ', ' + matchers],
+  // The series of `metric` for which some replica says `condition`, one per account and asset:
+  // filtered before the replicas are joined, so the join only sees the few that match.
+  local any(metric, condition, matchers='', aggregation='max') =
+    '%s without (%s, %s) (%s{%s%s} %s)'
+    % [aggregation, c.replicaLabel, c.shardLabel, metric, c.selector, if matchers == '' then '' else ', ' + matchers, condition],
   // One copy of a process' own series, however many slices serve it.
   local once(aggregation, expr) = '%s without (%s) (%s)' % [aggregation, c.shardLabel, expr],
-  // An alert of this name that was firing (or `states`) within the gap window, with the labels
-  // it had: the page's own memory, which a Prometheus restart within the window keeps.
-  local was(name, states='firing') =
-    'max without (alertname, alertstate) (last_over_time(ALERTS{%s, alertname="%s", alertstate=~"%s"}[%s]))'
-    % [c.selector, name, states, c.gapWindow],
-  // A recording rule's result, bridged over the gap window (a restart leaves it without a
-  // sample until the exporter serves again).
-  local recorded(name) = 'last_over_time(%s{%s}[%s])' % [name, c.selector, c.gapWindow],
-  // The account's lists are polled fine by some replica now.
-  local fresh = 'max without (%s) (%s) == 1' % [servers, series('reputation_up')],
-  // A page kept while nothing says it is over: `name` was firing, no sample of `data` (the
-  // series it reads) remains within the window, and the asset is not gone from fresh lists
-  // (an API outage, every replica down, Prometheus without samples: the page neither
-  // resolves nor pages again when the data comes back). `over` also ends it.
-  local held(name, key, data, over='') =
-    local kept = '(\n  %s\n  unless on (%s) %s%s\n)' % [was(name), key, data, if over == '' then '' else '\n  unless on (%s) %s' % [asset, over]];
-    '%(kept)s\nand on (%(asset)s) %(known)s\nor\n%(kept)s\nunless on (%(account)s) %(fresh)s\n'
-    % { kept: kept, asset: asset, account: account, known: merged(series('reputation_asset_info')), fresh: fresh },
+  // A recording rule's result, over four of its evaluations (they come every rulesInterval).
+  local recorded(name) = 'last_over_time(%s{%s}[%s])' % [name, c.selector, c.recordedWindow],
 
-  local score = merged(series('reputation_senderscore')),
-  local count = merged(series('reputation_blacklistings')),
-  local listed = merged(series('reputation_blacklist_listed'), c.reportGapWindow),
-  local changed = merged(series('reputation_blacklist_last_change_timestamp_seconds'), c.reportGapWindow),
-  local blocked = merged(series('reputation_snds_blocked')),
-  // A listing a report names whose event is younger than listingNewSeconds.
-  local named = '%s == 1 and on (%s) time() - %s < %s' % [listed, listing, changed, c.listingNewSeconds],
-  // A listing the list's count paged for (ReputationAssetBlacklisted) within the time a
-  // listing counts as new: the report that names it later must not page it again.
-  local counted = 'max without (alertname, alertstate) (max_over_time(ALERTS{%s, alertname="ReputationAssetBlacklisted", alertstate="firing"}[%ss]))' % [c.selector, c.listingNewSeconds],
-
-  // `expr` with the asset's team tag as a `team` label, when _config.teamTag names them.
+  // `expr` with the asset's team tag as a `team` label, when _config.teamTag names them (one
+  // team per asset: of several matching tags, the alert carries one; an asset without one
+  // alerts without `team`).
   local team(expr) =
     if c.teamTag == '' then expr else
-      local tags = merged(series('reputation_asset_tag_info', 'tag=~"%s"' % c.teamTag), c.reportGapWindow);
-      |||
-        max without (tag) (
-          label_replace(
-            (%(expr)s) * on (%(asset)s) group_left (tag) max by (%(asset)s, tag) (%(tags)s),
-            "team", "$1", "tag", "(.*)"
-          )
-        )
-        or
-        (%(expr)s) unless on (%(asset)s) %(tags)s
-      ||| % { expr: std.rstripChars(expr, '\n'), asset: asset, tags: tags },
-  // A per-asset event: `expr` (with its team), or the page kept while nothing says it is over.
-  local event(name, key, expr, data, over='') =
-    '(\n%s\n)\nor\n%s' % [std.rstripChars(team(expr), '\n'), held(name, key, data, over)],
+      local tags = 'max without (tag) (topk by (%s) (1, label_replace(%s, "team", "$1", "tag", "(.*)")))'
+                   % [asset, one('reputation_asset_tag_info', 'tag=~"%s"' % c.teamTag)];
+      '(%(expr)s) * on (%(asset)s) group_left (team) %(tags)s\nor\n(%(expr)s) unless on (%(asset)s) %(tags)s'
+      % { expr: expr, asset: asset, tags: tags },
 
   prometheusAlerts+:: {
     groups+: [
@@ -96,124 +65,69 @@
           alert(
             'ReputationSenderScoreLow',
             'warning',
-            '%s < %s' % [score, c.senderScoreFloor],
+            any('reputation_senderscore', '< %s' % c.senderScoreFloor),
             'Sender Score is low.',
             'The Sender Score of {{ $labels.kind }} {{ $labels.asset }} is {{ $value }}, below %(senderScoreFloor)s. Mail from it is likely to be filtered.' % c,
-            pendingFor(c.senderScoreLowFor),
+            pendingFor(c.senderScoreLowFor) + bridged,
           ),
-          // A change: pages. Needs the window's history, so a new installation never fires it.
+          // A change the API saw at its last check: pages from the first replica that sees it
+          // until the last sees the next check say otherwise.
           alert(
             'ReputationSenderScoreDropped',
             'critical',
-            event(
-              'ReputationSenderScoreDropped',
-              asset,
-              'max without (%s) (max_over_time(%s[%s])) - %s >= %s' % [servers, series('reputation_senderscore'), c.senderScoreDropWindow, score, c.senderScoreDrop],
-              score,
-            ),
+            team(any('reputation_senderscore_change', '<= -%s' % c.senderScoreDrop, aggregation='min')),
             'Sender Score dropped sharply.',
-            'The Sender Score of {{ $labels.kind }} {{ $labels.asset }} is {{ $value }} points below its highest value of the last %(senderScoreDropWindow)s.' % c,
-            pendingFor(c.senderScoreDropFor),
+            "The Sender Score of {{ $labels.kind }} {{ $labels.asset }} changed by {{ $value }} points at the API's last check.",
+            bridged,
           ),
-          // A new listing, named (asset reports, which follow the list): the listing event is
-          // younger than listingNewSeconds when first seen, so the standing listings of a new
-          // installation (days or months old) never page, and the list's count has not paged
-          // it already. Once firing it lasts until the delisting, however long that takes.
+          // A listing a report names, begun less than listingNewSeconds ago: the listings that
+          // stand when monitoring starts (days or months old) never page. It resolves when the
+          // listing ends, or once it is no longer new; an account's standing listings are then
+          // ReputationBlacklistedAssets.
           alert(
             'ReputationBlacklistListed',
             'critical',
-            event(
-              'ReputationBlacklistListed',
-              listing,
-              |||
-                %(listed)s == 1
-                and on (%(listing)s)
-                (
-                  (time() - %(changed)s < %(listingNewSeconds)s unless on (%(asset)s) %(counted)s)
-                  or on (%(listing)s) %(was)s
-                )
-              ||| % (c {
-                       asset: asset,
-                       listing: listing,
-                       listed: listed,
-                       changed: changed,
-                       counted: counted,
-                       was: was('ReputationBlacklistListed'),
-                     }),
-              listed,
-              // The list says the asset is on no blacklist.
-              over='%s == 0' % count,
-            ),
+            team('time() - %s < %s' % [one('reputation_blacklist_listed_since_timestamp_seconds'), c.listingNewSeconds]),
             'Asset newly listed on a blacklist.',
-            '{{ $labels.kind }} {{ $labels.asset }} is newly listed on {{ $labels.blacklist }}.',
+            '{{ $labels.kind }} {{ $labels.asset }} was listed on {{ $labels.blacklist }} {{ $value | humanizeDuration }} ago.',
+            bridged,
           ),
-          // A new listing from the list's count, for the listings no report names (reports
-          // off, not selected, 404, failing): the count rose above its lowest of the window
-          // and, for listingCountFor, no report named a new listing of the asset. Once firing,
-          // a report that names it later changes nothing: one listing, one page. It resolves
-          // when the count falls back, or when the listing has stood the whole window.
+          // A rise of the list's count at the API's last check that no report names (reports
+          // off, the asset not selected or excluded, its report failing): pages after
+          // listingCountFor, the time a report that follows the list takes to name it. The rise
+          // counts once every replica that serves the asset has seen it (replicas poll minutes
+          // apart, and the one reporting on it may see it last); a report names the listings
+          // when it names as many as the list counts.
           alert(
             'ReputationAssetBlacklisted',
             'critical',
-            event(
-              'ReputationAssetBlacklisted',
+            team('%s > 0\nunless on (%s)\n%s >= %s' % [
+              one('reputation_blacklistings_change', aggregation='min'),
               asset,
-              |||
-                %(count)s > 0
-                and on (%(asset)s) %(rise)s > 0
-                unless on (%(asset)s) (%(named)s unless on (%(asset)s) %(was)s)
-              ||| % (c {
-                       asset: asset,
-                       count: count,
-                       // Risen on every replica that serves the count: by then the replica
-                       // that reports on the asset has seen it too, and followed it.
-                       rise:
-                         '(min without (%(s)s) (%(x)s - %(low)s) or min without (%(s)s) (last_over_time(%(x)s[%(g)s]) - %(low)s))'
-                         % { s: servers, x: series('reputation_blacklistings'), g: c.gapWindow, low: 'min_over_time(%s[%s])' % [series('reputation_blacklistings'), c.listingWindow] },
-                       named: named,
-                       was: was('ReputationAssetBlacklisted'),
-                     }),
-              count,
-            ),
-            'Asset newly blacklisted.',
-            '{{ $labels.kind }} {{ $labels.asset }} is now listed on {{ $value }} blacklist(s), more than in the last %(listingWindow)s.' % c,
-            pendingFor(c.listingCountFor),
+              any('reputation_blacklistings_named', '> 0'),
+              any('reputation_blacklistings', '> 0'),
+            ]),
+            'Asset newly blacklisted; no report names the blacklist.',
+            "{{ $labels.kind }} {{ $labels.asset }} was listed on {{ $value }} more blacklist(s) at the API's last check, and no asset report names them (reports off or not selected for it, or its report could not be had).",
+            pendingFor(c.listingCountFor) + bridged,
           ),
           alert(
             'ReputationSndsRed',
             'warning',
-            '%s == 1' % merged(series('reputation_snds_reputation', 'reputation_snds_reputation="red"')),
+            any('reputation_snds_reputation', '== 1', 'reputation_snds_reputation="red"'),
             'Microsoft SNDS reputation is red.',
             'Microsoft SNDS rates {{ $labels.kind }} {{ $labels.asset }} red: Outlook.com filters most of its mail.',
-            pendingFor(c.sndsRedFor),
+            pendingFor(c.sndsRedFor) + bridged,
           ),
-          // A new block: blocked now and not at some time in the window; it lasts until the
-          // block is lifted. A block first seen at installation does not page.
+          // A block the API saw begin at its last check; a block that stands is
+          // ReputationSndsBlockedAssets.
           alert(
             'ReputationSndsBlocked',
             'critical',
-            event(
-              'ReputationSndsBlocked',
-              asset,
-              |||
-                %(blocked)s == 1
-                and on (%(asset)s)
-                (
-                  min without (%(servers)s) (min_over_time(%(blocks)s[%(sndsBlockedNewWindow)s])) == 0
-                  or on (%(asset)s) %(was)s
-                )
-              ||| % (c {
-                       asset: asset,
-                       servers: servers,
-                       blocked: blocked,
-                       blocks: series('reputation_snds_blocked'),
-                       was: was('ReputationSndsBlocked', 'firing|pending'),
-                     }),
-              blocked,
-            ),
+            team(any('reputation_snds_blocked_change', '> 0')),
             'Microsoft SNDS newly reports the asset blocked.',
-            'Microsoft SNDS reports {{ $labels.kind }} {{ $labels.asset }} as blocked: Outlook.com rejects its mail.',
-            pendingFor(c.sndsBlockedFor),
+            "Microsoft SNDS reports {{ $labels.kind }} {{ $labels.asset }} blocked since the API's last check: Outlook.com rejects its mail.",
+            bridged,
           ),
           // Polls that fail after their retries on every replica (503s the retries got past
           // are no symptom). An endpoint has no reputation_api_up before its first outcome;
@@ -221,34 +135,36 @@
           alert(
             'ReputationApiDown',
             'warning',
-            '%s == 0' % merged(series('reputation_api_up')),
+            '%s == 0' % one('reputation_api_up'),
             'The reputation API keeps failing.',
             'Polls of the API endpoint {{ $labels.endpoint }} for %s have failed after their retries for %s on every replica; the exported values are ageing.' % [who, c.apiDownFor],
-            pendingFor(c.apiDownFor),
+            pendingFor(c.apiDownFor) + bridged,
           ),
           alert(
             'ReputationApiTokenRejected',
             'critical',
-            '%s == 0' % merged(series('reputation_api_auth_ok'), aggregation='min'),
+            '%s == 0' % one('reputation_api_auth_ok', aggregation='min'),
             "The reputation API rejects the exporter's token.",
             'The API answers 401/403 for %s: the token is wrong, expired or lacks access. No new data arrives.' % who,
-            pendingFor(c.tokenRejectedFor),
+            pendingFor(c.tokenRejectedFor) + bridged,
           ),
           // The one page of an API outage: no replica has polled the lists for
-          // staleAfterSeconds, so the asset series are gone and no new event can page.
+          // staleAfterSeconds. It fires before metrics.max_age drops the asset series, and
+          // Alertmanager holds the account's per-asset alerts while it fires, so that an
+          // outage neither resolves nor pages them again.
           alert(
             'ReputationDataStale',
             'critical',
-            'time() - min without (endpoint) (max without (%s) (%s)) > %s' % [servers, series('reputation_last_success_timestamp_seconds', 'endpoint=~"ip-list|domain-list"'), c.staleAfterSeconds],
+            'time() - min without (endpoint) (%s) > %s' % [one('reputation_last_success_timestamp_seconds', 'endpoint=~"ip-list|domain-list"'), c.staleAfterSeconds],
             'Reputation data is stale.',
-            'No replica has polled the lists of %s for {{ $value | humanizeDuration }}; past metrics.max_age the asset series are dropped and no new listing can page. The listing pages already firing stay firing.' % who,
-            pendingFor(c.staleFor),
+            'No replica has polled the lists of %s for {{ $value | humanizeDuration }}; past metrics.max_age the asset series are dropped and no new listing can page. The per-asset alerts are held until the data is back.' % who,
+            pendingFor(c.staleFor) + bridged,
           ),
           // No replica serves the account (or one of its slices).
           alert(
             'ReputationExporterDown',
             'critical',
-            'min without (%s) (max without (%s) (%s)) == 0' % [c.shardLabel, c.replicaLabel, series('up')],
+            'min without (%s) (max without (%s) (up{%s})) == 0' % [c.shardLabel, c.replicaLabel, c.selector],
             'The reputation exporter cannot be scraped.',
             'Prometheus cannot scrape any replica of %s, or of one of its slices: no reputation data and no reputation alerts from it.' % who,
             pendingFor(c.exporterDownFor),
@@ -257,7 +173,7 @@
           alert(
             'ReputationExporterReplicaDown',
             'warning',
-            '%s == 0\nand on (%s)\nmin without (%s) (max without (%s) (%s)) == 1\n' % [once('min', series('up')), account, c.shardLabel, c.replicaLabel, series('up')],
+            '%s == 0\nand on (%s)\nmin without (%s) (max without (%s) (up{%s})) == 1\n' % [once('min', 'up{%s}' % c.selector), account, c.shardLabel, c.replicaLabel, c.selector],
             'A replica of the reputation exporter cannot be scraped.',
             'Prometheus cannot scrape {{ $labels.%s }} (or one of its slices); another replica serves %s, so no data is missing.' % [c.replicaLabel, who],
             pendingFor(c.exporterDownFor),
@@ -278,8 +194,8 @@
       {
         name: 'reputation.fleet',
         rules: [
-          // The standing listings of an account: one alert, whatever their number (from the
-          // recording rules, so that a global view evaluates it over every slice).
+          // The standing listings of an account: one ticket, whatever their number. A new
+          // listing pages on its own (ReputationBlacklistListed) and stays here until it ends.
           alert(
             'ReputationBlacklistedAssets',
             'info',

@@ -302,8 +302,8 @@ local p = import '../lib/panels.libsonnet';
           'New listings (%s)' % changes,
           p.grid(16, 5, 8, 9),
           'topk(%d, asset_blacklist:reputation_blacklist_listed:since{%s, kind=~"$kind"})' % [c.changesKept, v.q],
-          'listed at',
-          'Listings whose event is younger than %s, newest first (asset reports; recording rule asset_blacklist:reputation_blacklist_listed:since).' % changes,
+          'listed since',
+          'Listings begun in the last %s, newest first (asset reports; recording rule asset_blacklist:reputation_blacklist_listed:since).' % changes,
           { unit: 'dateTimeAsIso' },
         ),
         assetTable(
@@ -324,11 +324,11 @@ local p = import '../lib/panels.libsonnet';
         ),
         assetTable(
           30,
-          'New SNDS blocks (%s)' % changes,
+          'SNDS blocks at the last check',
           p.grid(16, 14, 8, 7),
           'topk(%d, asset:reputation_snds_blocked:new{%s, kind=~"$kind"})' % [c.changesKept, v.q],
           'blocked',
-          'Assets Microsoft SNDS reports blocked now and not blocked at some time in the last %s (recording rule asset:reputation_snds_blocked:new).' % changes,
+          "Assets Microsoft SNDS reports newly blocked at the API's last check (recording rule asset:reputation_snds_blocked:new).",
         ),
         p.panel(
           26,

@@ -16,6 +16,7 @@
     groups+: [
       {
         name: 'reputation.rules',
+        interval: c.rulesInterval,
         rules: [
           // Assets per kind.
           {
@@ -63,51 +64,25 @@
         ],
       },
       // What changed lately, at most changesKept of each per account: the dashboard's tables of
-      // events, each row linking its asset. Evaluated every few minutes, as the data changes
-      // every poll.
+      // events, each row linking its asset.
       {
         name: 'reputation.changes',
-        interval: c.changesInterval,
+        interval: c.rulesInterval,
         rules: [
-          // Listings younger than changesWindow, by their listing time (asset reports).
+          // Listings begun within changesWindow, by when they began (asset reports).
           {
             record: 'asset_blacklist:reputation_blacklist_listed:since',
-            expr: |||
-              topk by (%(account)s) (%(kept)d,
-                %(changed)s > time() - %(window)d
-                and on (%(listing)s) %(listed)s == 1
-              )
-            ||| % {
-              account: kept(),
-              kept: c.changesKept,
-              changed: one('reputation_blacklist_last_change_timestamp_seconds'),
-              listed: one('reputation_blacklist_listed'),
-              listing: asset + ', blacklist',
-              window: c.changesWindowSeconds,
-            },
+            expr: 'topk by (%s) (%d, %s > time() - %d)' % [kept(), c.changesKept, one('reputation_blacklist_listed_since_timestamp_seconds'), c.changesWindowSeconds],
           },
           // Sender Scores that fell by senderScoreDrop points or more at the API's last check.
           {
             record: 'asset:reputation_senderscore_change:drop',
             expr: 'bottomk by (%s) (%d, %s <= -%d)' % [kept(), c.changesKept, one('reputation_senderscore_change'), c.senderScoreDrop],
           },
-          // Assets SNDS reports blocked now and not blocked at some time within changesWindow.
+          // Assets SNDS reports newly blocked at the API's last check.
           {
             record: 'asset:reputation_snds_blocked:new',
-            expr: |||
-              topk by (%(account)s) (%(kept)d,
-                %(blocked)s == 1
-                and on (%(asset)s) min without (%(replica)s) (min_over_time(reputation_snds_blocked{%(selector)s}[%(window)ds])) == 0
-              )
-            ||| % {
-              account: kept(),
-              kept: c.changesKept,
-              blocked: one('reputation_snds_blocked'),
-              asset: asset,
-              replica: c.replicaLabel,
-              selector: c.selector,
-              window: c.changesWindowSeconds,
-            },
+            expr: 'topk by (%s) (%d, %s > 0)' % [kept(), c.changesKept, one('reputation_snds_blocked_change')],
           },
         ],
       },

@@ -241,7 +241,10 @@ fn reputation_fields(seed: u64, tick: u64) -> serde_json::Map<String, Value> {
         _ => json!("red"),
     };
     // Blocked: a low-scoring address all along, or one in forty in a window.
-    let is_blocked = base_score(seed) < 61 || mix(seed, tick / WINDOW_TICKS, 5).is_multiple_of(40);
+    let blocked_in =
+        |tick: u64| base_score(seed) < 61 || mix(seed, tick / WINDOW_TICKS, 5).is_multiple_of(40);
+    let is_blocked = blocked_in(tick);
+    let was_blocked = blocked_in(tick.saturating_sub(WINDOW_TICKS));
     let blocked = match (has_snds, seed % 3) {
         (false, _) => Value::Null,
         (true, 0) => json!(is_blocked),
@@ -271,7 +274,16 @@ fn reputation_fields(seed: u64, tick: u64) -> serde_json::Map<String, Value> {
         "snds_blocked".into(),
         if has_snds { blocked } else { Value::Null },
     );
-    fields.insert("snds_blocked_change".into(), json!({"last_check": null}));
+    // The change at the last check, as for the other values; null without SNDS data.
+    let blocked_change = if has_snds {
+        json!(i64::from(is_blocked) - i64::from(was_blocked))
+    } else {
+        Value::Null
+    };
+    fields.insert(
+        "snds_blocked_change".into(),
+        json!({ "last_check": blocked_change }),
+    );
     fields.insert(
         "snds_reputation".into(),
         if has_snds { colour } else { Value::Null },

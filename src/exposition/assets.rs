@@ -244,6 +244,36 @@ pub const BLACKLIST_CHANGED: AssetFamily = family(
      Refreshed every asset_reports.interval.",
 );
 
+/// `reputation_blacklist_listed_since_timestamp_seconds`.
+pub const BLACKLIST_LISTED_SINCE: AssetFamily = family(
+    "reputation_blacklist_listed_since_timestamp_seconds",
+    MetricType::Gauge,
+    Some("blacklist"),
+    Source::Report(|r, s| {
+        for listing in &r.listings {
+            if let Some(since) = listing.since {
+                s.labelled(&listing.blacklist, since);
+            }
+        }
+    }),
+    "Unix time the asset's current listing on this blacklist began: the first Listed event \
+     since the last other event of that blacklist in the asset report (blacklist_history). \
+     Only while listed. Refreshed every asset_reports.interval, and at once when the list's \
+     blacklisted count or its change differs from the report's.",
+);
+
+/// `reputation_blacklistings_named`.
+pub const BLACKLISTINGS_NAMED: AssetFamily = family(
+    "reputation_blacklistings_named",
+    MetricType::Gauge,
+    None,
+    Source::Report(|r, s| s.value(Some(r.named as f64))),
+    "Number of blacklists the asset report names as listing the asset now (blacklist_history); \
+     fewer than reputation_blacklistings while the report has not caught up with the list. \
+     Refreshed every asset_reports.interval, and at once when the list's blacklisted count or \
+     its change differs from the report's.",
+);
+
 /// `reputation_asset_tag_info`.
 pub const TAG_INFO: AssetFamily = family(
     "reputation_asset_tag_info",
@@ -270,7 +300,7 @@ pub const SCORE_UPDATED: AssetFamily = family(
 
 /// Every per-asset family, in the order they are written: the list families, then the
 /// report families.
-pub static FAMILIES: [AssetFamily; 17] = [
+pub static FAMILIES: [AssetFamily; 19] = [
     ASSET_INFO,
     SENDERSCORE,
     SENDERSCORE_PREVIOUS,
@@ -286,6 +316,8 @@ pub static FAMILIES: [AssetFamily; 17] = [
     DOMAIN_IPS,
     BLACKLIST_LISTED,
     BLACKLIST_CHANGED,
+    BLACKLIST_LISTED_SINCE,
+    BLACKLISTINGS_NAMED,
     TAG_INFO,
     SCORE_UPDATED,
 ];
@@ -496,7 +528,9 @@ mod tests {
                     blacklist: "Spamhaus SBL".into(),
                     listed: true,
                     changed: 1_700_000_000.0,
+                    since: Some(1_699_990_000.0),
                 }],
+                named: 1,
                 senderscore_updated: Some(1_700_000_001.0),
                 ..Report::default()
             }),
@@ -527,7 +561,8 @@ mod tests {
                 "reputation_snds_reputation" => &["green", "yellow", "red"],
                 "reputation_asset_hostname_info" => &["mx1.example", "mx2.example"],
                 "reputation_blacklist_listed"
-                | "reputation_blacklist_last_change_timestamp_seconds" => &["Spamhaus SBL"],
+                | "reputation_blacklist_last_change_timestamp_seconds"
+                | "reputation_blacklist_listed_since_timestamp_seconds" => &["Spamhaus SBL"],
                 "reputation_asset_tag_info" => &["outbound"],
                 _ => &["192.0.2.1"],
             };
@@ -538,6 +573,12 @@ mod tests {
         ));
         assert!(
             body.contains("reputation_senderscore_previous{kind=\"ip\",asset=\"192.0.2.1\"} 75\n")
+        );
+        assert!(body.contains(
+            "reputation_blacklist_listed_since_timestamp_seconds{kind=\"ip\",asset=\"192.0.2.1\",blacklist=\"Spamhaus SBL\"} 1699990000\n"
+        ));
+        assert!(
+            body.contains("reputation_blacklistings_named{kind=\"ip\",asset=\"192.0.2.1\"} 1\n")
         );
     }
 

@@ -19,6 +19,8 @@ pub struct Report {
     pub tags: Vec<String>,
     /// Per blacklist, its newest event.
     pub listings: Vec<Listing>,
+    /// How many blacklists the report names as listing the asset now.
+    pub named: usize,
     /// Unix time of the newest `senderscore_history` entry.
     pub senderscore_updated: Option<f64>,
     /// What the report said of the asset's blacklisting count and its change, in the list's
@@ -61,6 +63,9 @@ pub struct Listing {
     pub listed: bool,
     /// Unix time of that event.
     pub changed: f64,
+    /// While listed, Unix time the current listing began: the oldest `Listed` event since the
+    /// last event that was not (relisting events while listed do not restart it).
+    pub since: Option<f64>,
 }
 
 /// The latest report of every reported asset, per kind, keyed by asset name.
@@ -119,6 +124,28 @@ impl Reports {
     }
 }
 
+impl Listing {
+    /// The state on `blacklist` from its events, oldest first: the newest decides, and while
+    /// it says `Listed` the listing began at the first `Listed` of the run it ends.
+    fn of(blacklist: &str, events: &[(f64, bool)]) -> Listing {
+        let &(changed, listed) = events.last().expect("a blacklist has at least one event");
+        let since = listed.then(|| {
+            events
+                .iter()
+                .rev()
+                .take_while(|(_, listed)| *listed)
+                .last()
+                .map_or(changed, |(at, _)| *at)
+        });
+        Listing {
+            blacklist: blacklist.to_owned(),
+            listed,
+            changed,
+            since,
+        }
+    }
+}
+
 impl Report {
     /// Maps the decoded report of the asset `name`; dates that do not parse, and tags past
     /// `max_labels` or over 1 KiB, are reported and skipped.
@@ -147,32 +174,30 @@ impl Report {
             parsed
         };
 
-        // The newest event of each blacklist decides; events come in any order.
-        let mut newest: HashMap<&str, (f64, bool)> = HashMap::new();
-        for event in &dto.blacklist_history {
+        // Each blacklist's events in time order (they come in any order; of events at the same
+        // time, the first in the report counts as the newest, so they are taken last to first
+        // and the sort is stable).
+        let mut events: HashMap<&str, Vec<(f64, bool)>> = HashMap::new();
+        for event in dto.blacklist_history.iter().rev() {
             let Some(at) = parse("blacklist_history.date", &event.date) else {
                 continue;
             };
             let listed = event.status.trim().eq_ignore_ascii_case("listed");
-            newest
+            events
                 .entry(event.blacklist.as_str())
-                .and_modify(|(t, l)| {
-                    if at > *t {
-                        (*t, *l) = (at, listed);
-                    }
-                })
-                .or_insert((at, listed));
+                .or_default()
+                .push((at, listed));
         }
-        let mut listings: Vec<Listing> = newest
+        let mut listings: Vec<Listing> = events
             .into_iter()
             .filter(|(name, _)| !name.is_empty())
-            .map(|(blacklist, (changed, listed))| Listing {
-                blacklist: blacklist.to_owned(),
-                listed,
-                changed,
+            .map(|(blacklist, mut events)| {
+                events.sort_by(|a, b| a.0.total_cmp(&b.0));
+                Listing::of(blacklist, &events)
             })
             .collect();
         listings.sort_by(|a, b| a.blacklist.cmp(&b.blacklist));
+        let named = listings.iter().filter(|l| l.listed).count();
 
         let senderscore_updated = dto
             .senderscore_history
@@ -184,6 +209,7 @@ impl Report {
         Report {
             tags,
             listings,
+            named,
             senderscore_updated,
             blacklisting: Blacklisting::of(&dto.blacklisted, &dto.blacklisted_change.last_check),
         }
@@ -237,17 +263,54 @@ mod tests {
                     blacklist: "Barracuda".into(),
                     listed: true,
                     changed: nov(2, 9),
+                    since: Some(nov(2, 9)),
                 },
                 Listing {
                     blacklist: "SBL".into(),
                     listed: false,
                     changed: nov(12, 9),
+                    since: None,
                 },
             ]
         );
+        assert_eq!(report.named, 1);
         assert_eq!(report.tags, ["team-a", "bulk"]);
         assert_eq!(report.senderscore_updated, Some(nov(21, 10)));
         assert_eq!(unrecognized.len(), 1);
         assert_eq!(unrecognized[0].field, "blacklist_history.date");
+    }
+
+    #[test]
+    fn a_listing_began_at_the_first_listed_event_since_the_last_delisting() {
+        let dto = AssetReport {
+            blacklist_history: vec![
+                // Relisted on the 20th after a delisting; the API repeats `Listed` on the 22nd.
+                event("22nd Nov 2026 09:00am", "Listed", "SBL"),
+                event("5th Nov 2026 09:00am", "Listed", "SBL"),
+                event("20th Nov 2026 09:00am", "Listed", "SBL"),
+                event("8th Nov 2026 09:00am", "Delisted", "SBL"),
+                // Two events at the same time: the first in the report is taken as the newer.
+                event("3rd Nov 2026 09:00am", "Listed", "SpamCop"),
+                event("3rd Nov 2026 09:00am", "Delisted", "SpamCop"),
+                event("1st Nov 2026 09:00am", "Listed", "Barracuda"),
+            ],
+            ..AssetReport::default()
+        };
+        let report = Report::from_dto(dto, "192.0.2.1", &TimeZone::UTC, 64, &mut Vec::new());
+        let nov = |day: i64| 1_793_491_200.0 + ((day - 1) * 86_400 + 9 * 3600) as f64;
+        let since: Vec<(&str, Option<f64>, f64)> = report
+            .listings
+            .iter()
+            .map(|l| (l.blacklist.as_str(), l.since, l.changed))
+            .collect();
+        assert_eq!(
+            since,
+            [
+                ("Barracuda", Some(nov(1)), nov(1)),
+                ("SBL", Some(nov(20)), nov(22)),
+                ("SpamCop", Some(nov(3)), nov(3)),
+            ]
+        );
+        assert_eq!(report.named, 3);
     }
 }

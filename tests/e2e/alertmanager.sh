@@ -4,9 +4,11 @@
 # (tests/e2e/fleet_api.py), asset reports on at a 1h round (so a listing is named only because
 # reports follow the list), scraped by a real Prometheus with the shipped scrape.yml (its two
 # replicas and `account` label; intervals shortened, addresses filled in) and the shipped
-# alerts (`for:` shortened, nothing else changed), a real Alertmanager with the shipped
-# configuration (only its webhook URLs pointed here), and a webhook receiver that records
-# every notification. Time is compressed: polls every 5s, Prometheus' query look-back 20s.
+# alerts (`for:` and `keep_firing_for:` shortened, ReputationDataStale's threshold shortened
+# with metrics.max_age, nothing else changed), a real Alertmanager with the shipped
+# configuration (its webhook URLs pointed here, its group_interval shortened), and a webhook
+# receiver that records every notification. Time is compressed: polls every 5s, Prometheus'
+# query look-back 20s, metrics.max_age 60s.
 #
 # 1. A new installation on 200 assets with 400 standing listings pages nothing and sends at
 #    most a handful of notifications.
@@ -16,12 +18,14 @@
 #    not a page.
 # 4. Prometheus down for longer than its query look-back neither resolves the page nor pages
 #    it again.
-# 5. The delisting resolves the alert within two evaluations of the exporters serving it; one
-#    page, one resolution.
-# 6. Reports split over the replicas (asset_reports.shard 1/2 and 2/2): a new listing pages
+# 5. The delisting resolves the alert within two evaluations and keep_firing_for of the
+#    exporters serving it; one page, one resolution.
+# 6. An API outage past metrics.max_age pages once (ReputationDataStale): the listing paging
+#    before it is neither resolved nor paged again, though its series go and come back.
+# 7. Reports split over the replicas (asset_reports.shard 1/2 and 2/2): a new listing pages
 #    once, its delisting resolves once.
-# 7. One exporter: a new listing pages within a poll plus a minute naming the blacklist.
-# 8. 503s that the retries get past send nothing, and ReputationApiDown is not even pending.
+# 8. One exporter: a new listing pages within a poll plus a minute naming the blacklist.
+# 9. 503s that the retries get past send nothing, and ReputationApiDown is not even pending.
 #
 # Everything listens on 127.0.0.1 and is stopped on exit.
 # Usage: tests/e2e/alertmanager.sh [path/to/reputation-exporter]
@@ -35,6 +39,9 @@ e2e_name=alertmanager
 
 evaluation=5
 poll=5
+max_age=60
+# keep_firing_for, compressed as the rest: three scrapes.
+keep=15
 now=$(date +%s)
 
 # The fleet: 200 addresses, each listed on two of four blacklists for two to nine days.
@@ -91,6 +98,7 @@ start_replica() {
     REPUTATION_EXPORTER_API__BASE_URL="http://127.0.0.1:$api_port" \
     REPUTATION_EXPORTER_API__TOKEN=e2e-token \
     REPUTATION_EXPORTER_POLL__INTERVAL=${poll}s \
+    REPUTATION_EXPORTER_METRICS__MAX_AGE=${max_age}s \
     REPUTATION_EXPORTER_ASSET_REPORTS__ENABLED=true \
     REPUTATION_EXPORTER_ASSET_REPORTS__INTERVAL=1h \
     REPUTATION_EXPORTER_ASSET_REPORTS__CONCURRENCY=16 \
@@ -112,7 +120,8 @@ start_replica 2
 
 # Alertmanager with the shipped configuration, its receivers pointed at the webhook.
 alertmanager_port=$(free_port)
-sed "s#http://127.0.0.1:5001/#http://127.0.0.1:$webhook_port/#" deploy/alertmanager/alertmanager.yml \
+sed -e "s#http://127.0.0.1:5001/#http://127.0.0.1:$webhook_port/#" \
+    -e "s/group_interval: 5m/group_interval: 20s/" deploy/alertmanager/alertmanager.yml \
     >"$work/alertmanager.yml"
 prometheus-alertmanager --config.file="$work/alertmanager.yml" --storage.path="$work/am-data" \
     --web.listen-address="127.0.0.1:$alertmanager_port" --cluster.listen-address= \
@@ -120,10 +129,16 @@ prometheus-alertmanager --config.file="$work/alertmanager.yml" --storage.path="$
 pids+=($!)
 
 # Prometheus with the shipped scrape job, alerts and recording rules (the account-wide alerts
-# read these), every `for:` shortened to 20s.
+# read these), every `for:` shortened to 20s, `keep_firing_for:` to three scrapes, and
+# ReputationDataStale's threshold (45 of metrics.max_age's 60 minutes) to 30 of its 60 seconds.
 mkdir -p "$work/rules"
-sed -E 's/^( +for: ).*/\1"20s"/' deploy/prometheus/alerts.yml >"$work/rules/alerts.yml"
-cp deploy/prometheus/rules.yml "$work/rules/rules.yml"
+sed -E -e 's/^( +for: ).*/\1"20s"/' -e "s/^( +keep_firing_for: ).*/\\1\"${keep}s\"/" \
+    -e 's/(reputation_last_success_timestamp_seconds.*) > 2700"$/\1 > 30"/' \
+    deploy/prometheus/alerts.yml >"$work/rules/alerts.yml"
+grep -q '> 30"$' "$work/rules/alerts.yml" || fail "ReputationDataStale's threshold was not shortened"
+# The recording rules run at the poll's pace, compressed with it.
+sed "s/interval: \"5m\"/interval: \"${poll}s\"/" deploy/prometheus/rules.yml >"$work/rules/rules.yml"
+grep -q "interval: \"${poll}s\"" "$work/rules/rules.yml" || fail "the recording rules' interval was not shortened"
 {
     cat <<YAML
 global:
@@ -157,8 +172,11 @@ start_prometheus
 query() { first_value "http://127.0.0.1:$prometheus_port" "$1"; }
 equals() { [ "$(query "$1")" = "$2" ]; }
 # notifications RECEIVER [ALERTNAME [ASSET [STATUS]]]: how many notifications reached the
-# receiver, with an alert of that name (any when empty), about that asset (any when empty), in
-# that status (firing by default) in them; all of them without more than the receiver.
+# receiver with an alert of that name (any when empty), about that asset (any when empty), in
+# that status (firing by default) in them; all of them without more than the receiver. A
+# notification counts as firing only for the alerts its group's previous notification did not
+# have firing: Alertmanager sends a group again when an old resolved alert joins it (Prometheus
+# re-sends resolved alerts for 15 minutes), which tells on call nothing new.
 notifications() {
     local file="$work/notified-$1.jsonl"
     [ -f "$file" ] || { echo 0; return; }
@@ -168,13 +186,38 @@ given, name, asset, status = int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.arg
 def wanted(a):
     return ((not name or a["labels"]["alertname"] == name) and a["status"] == status
             and (not asset or a["labels"].get("asset") == asset))
-print(sum(1 for line in open(sys.argv[1])
-          if given == 1 or any(wanted(a) for a in json.loads(line)["alerts"])))
+count, last = 0, {}
+for line in open(sys.argv[1]):
+    n = json.loads(line)
+    firing = {a["fingerprint"] for a in n["alerts"] if a["status"] == "firing"}
+    new = firing - last.get(n["groupKey"], set())
+    last[n["groupKey"]] = firing
+    if given == 1:
+        count += 1
+    elif status == "firing":
+        count += any(wanted(a) and a["fingerprint"] in new for a in n["alerts"])
+    else:
+        count += any(wanted(a) for a in n["alerts"])
+print(count)
 PY
 }
 total() { echo $(($(notifications pager) + $(notifications tickets) + $(notifications transactional-pager))); }
-# The pages, whichever pager the team routing chose.
-pages() { echo $(($(notifications pager "$@") + $(notifications transactional-pager "$@"))); }
+# sent: one line per notification so far, in order: receiver, status, its alerts.
+sent() {
+    python3 - "$work" <<'PY'
+import glob, json, sys
+for f in sorted(glob.glob(f"{sys.argv[1]}/notified-*.jsonl")):
+    for line in open(f):
+        n = json.loads(line)
+        alerts = ", ".join(f'{a["labels"]["alertname"]} {a["labels"].get("asset", "")} {a["status"]}' for a in n["alerts"])
+        print(f'{n["receiver"]} {n["status"]}: {alerts}')
+PY
+}
+# pages [ALERTNAME [ASSET]]: the notifications with a firing alert (of that name, about that
+# asset) that reached a pager, whichever the team routing chose; a resolution is no page.
+pages() {
+    echo $(($(notifications pager "${1:-}" "${2:-}") + $(notifications transactional-pager "${1:-}" "${2:-}")))
+}
 # active ALERTNAME ASSET: Alertmanager holds that alert about that asset, unresolved.
 active() {
     curl -sf "http://127.0.0.1:$alertmanager_port/api/v2/alerts?active=true&silenced=false&inhibited=false" |
@@ -269,7 +312,8 @@ equals 'count(ALERTS{alertname="ReputationBlacklistListed",alertstate="firing"})
 active ReputationBlacklistListed 10.0.0.7 || fail "Alertmanager no longer holds the page"
 echo "alertmanager: Prometheus down 40s (look-back 20s): the page stayed, nothing sent"
 
-# 5. The delisting resolves within two evaluations of the replicas serving it.
+# 5. The delisting resolves within two evaluations and keep_firing_for of the replicas serving
+# it.
 delist 10.0.0.7 "Spamhaus DBL"
 wait_for "the replicas serving the delisting" 60 \
     served_everywhere 'reputation_blacklist_listed{kind="ip",asset="10.0.0.7",blacklist="Spamhaus DBL"}' 0
@@ -277,14 +321,42 @@ delisted_at=$SECONDS
 resolved() { [ -z "$(query 'ALERTS{alertname="ReputationBlacklistListed"}')" ]; }
 wait_for "the delisting resolving the alert" 60 resolved
 took=$((SECONDS - delisted_at))
-# A scrape (5s) to see it, two evaluations (5s each), one second of polling slack.
-[ "$took" -le $((5 + 2 * evaluation + 1)) ] || fail "the delisting resolved ${took}s after the replicas served it"
+# A scrape (5s) to see it, two evaluations (5s each), keep_firing_for, one second of polling
+# slack.
+[ "$took" -le $((5 + 2 * evaluation + keep + 1)) ] || fail "the delisting resolved ${took}s after the replicas served it"
 gone() { ! active ReputationBlacklistListed 10.0.0.7; }
+gone_listing() { ! active ReputationBlacklistListed 10.0.0.8; }
 wait_for "Alertmanager letting go of the resolved page" 30 gone
 [ "$(pages ReputationBlacklistListed 10.0.0.7)" = 1 ] || fail "the listing paged more than once"
 echo "alertmanager: the delisting resolved ${took}s after the replicas served it; one page, one resolution"
 
-# 6. Reports split over the replicas.
+# 6. An API outage past metrics.max_age while a listing pages: one page for the outage, and the
+# listing's page neither resolved nor sent again though its series go (max_age) and come back.
+list_on 10.0.0.8 "SpamCop"
+wait_for "the listing before the outage paging" $((poll + 60)) paged ReputationBlacklistListed 10.0.0.8
+before=$(pages)
+edit 's["down"] = True'
+stale() { [ "$(pages ReputationDataStale)" -ge 1 ]; }
+wait_for "the outage's page (ReputationDataStale)" 120 stale
+series_gone() { [ -z "$(query 'ALERTS{alertname="ReputationBlacklistListed",asset="10.0.0.8"}')" ]; }
+wait_for "the listing's series dropped at metrics.max_age, its alert resolved in Prometheus" 120 series_gone
+edit 's["down"] = False'
+back() { equals 'count(ALERTS{alertname="ReputationBlacklistListed",asset="10.0.0.8",alertstate="firing"})' 1; }
+wait_for "the listing's alert firing again with the data" 60 back
+not_stale() { [ -z "$(query 'ALERTS{alertname="ReputationDataStale"}')" ]; }
+wait_for "the outage's page resolved" 60 not_stale
+# Two of Alertmanager's group intervals (20s here) for anything it would send about it.
+sleep 45
+[ "$(pages)" = $((before + 1)) ] || fail "the outage paged $(($(pages) - before)) times; sent: $(sent)"
+[ "$(pages ReputationDataStale)" = 1 ] || fail "the outage's page was not the one sent"
+[ "$(notifications pager ReputationBlacklistListed 10.0.0.8 resolved)" = 0 ] ||
+    fail "the outage resolved the listing's page"
+[ "$(pages ReputationBlacklistListed 10.0.0.8)" = 1 ] || fail "the listing paged again after the outage"
+delist 10.0.0.8 "SpamCop"
+wait_for "the listing's delisting resolving it" 60 gone_listing
+echo "alertmanager: an API outage past metrics.max_age paged once; the listing paging before it was held, not resolved or paged again"
+
+# 7. Reports split over the replicas.
 stop_replica 1
 stop_replica 2
 start_replica 1 1/2
@@ -300,7 +372,7 @@ wait_for "split reports: the new listing's page (a poll plus a minute)" $((poll 
     paged "" 10.0.0.9
 took=$((SECONDS - listed_at))
 sleep 30
-[ "$(pages)" = $((before + 1)) ] || fail "split reports: the new listing paged $(($(pages) - before)) times"
+[ "$(pages)" = $((before + 1)) ] || fail "split reports: the new listing paged $(($(pages) - before)) times; sent: $(sent)"
 page_is_named 10.0.0.9 "Spamhaus DBL" || fail "split reports: the page does not name the blacklist"
 delist 10.0.0.9 "Spamhaus DBL"
 resolved_split() { [ -z "$(query 'ALERTS{asset="10.0.0.9"}')" ]; }
@@ -311,7 +383,7 @@ sleep 20
 [ "$(pages)" = $((before + 1)) ] || fail "split reports: the delisting paged"
 echo "alertmanager: reports split over the replicas, a new listing paged once (${took}s), its delisting resolved once"
 
-# 7. One exporter, reports at 1h: a new listing pages within a poll plus a minute, named.
+# 8. One exporter, reports at 1h: a new listing pages within a poll plus a minute, named.
 stop_replica 1
 stop_replica 2
 start_replica 1
@@ -325,13 +397,16 @@ wait_for "one exporter: the new listing's page (a poll plus a minute)" $((poll +
     paged ReputationBlacklistListed 10.0.0.11
 took=$((SECONDS - listed_at))
 sleep 20
-[ "$(pages)" = $((before + 1)) ] || fail "one exporter: the new listing paged $(($(pages) - before)) times"
+[ "$(pages)" = $((before + 1)) ] || fail "one exporter: the new listing paged $(($(pages) - before)) times; sent: $(sent)"
 page_is_named 10.0.0.11 "SpamCop" || fail "one exporter: the page does not name the blacklist"
 echo "alertmanager: one exporter with reports at 1h, a new listing paged ${took}s after the API showed it, naming SpamCop"
 
-# 8. 503s the retries get past send nothing (replica 2, stopped in 7, may still send its ticket).
+# 9. 503s the retries get past send nothing (replica 2, stopped in 8, may still send its ticket;
+# the outage of step 6 sent its own ApiDown tickets).
 before=$(pages)
+tickets_before=$(($(notifications tickets ReputationApiDown) + $(notifications tickets ReputationDataStale)))
 edit 's["flaky"] = True'
+# A minute of 503s: the wall time this step is about.
 sleep 60
 edit 's["flaky"] = False'
 retried=$(query 'sum(reputation_api_requests_total{job="reputation",code="503"})')
@@ -339,8 +414,7 @@ retried=$(query 'sum(reputation_api_requests_total{job="reputation",code="503"})
 [ "$(query 'min(reputation_api_up{job="reputation"})')" = 1 ] || fail "a poll failed after its retries"
 [ -z "$(query 'ALERTS{alertname="ReputationApiDown"}')" ] || fail "ReputationApiDown is pending or firing"
 [ "$(pages)" = "$before" ] || fail "503s that retries got past paged: $(tail -n 1 "$work"/notified-*pager.jsonl)"
-for name in ReputationApiDown ReputationDataStale; do
-    [ "$(notifications tickets "$name")" = 0 ] || fail "503s that retries got past sent $name"
-done
+tickets_after=$(($(notifications tickets ReputationApiDown) + $(notifications tickets ReputationDataStale)))
+[ "$tickets_after" = "$tickets_before" ] || fail "503s that retries got past sent a ticket; sent: $(sent)"
 echo "alertmanager: ${retried%.*} answers 503 that the retries got past sent nothing"
 echo "alertmanager: passed"

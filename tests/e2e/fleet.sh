@@ -35,8 +35,8 @@ done
 
 # `query PORT EXPR`: the value of an instant query's first result, empty when none.
 query() { first_value "http://127.0.0.1:$1" "$2"; }
-# Shipped rules with `for:` shortened to 10s.
-shorten() { sed -E 's/^( +for: )"[^"]+"/\1"10s"/' "$1"; }
+# Shipped rules with `for:` and the recording rules' interval shortened to 10s.
+shorten() { sed -E -e 's/^( +for: )"[^"]+"/\1"10s"/' -e 's/^( +(- )?interval: )"[^"]+"/\1"10s"/' "$1"; }
 shorten deploy/prometheus/fleet/alerts-servers.yml >"$work/alerts-servers.yml"
 shorten deploy/prometheus/fleet/alerts-global.yml >"$work/alerts-global.yml"
 

@@ -4,7 +4,9 @@ the test edits while it runs (read again on every request):
   {"assets": 200,                       # IP addresses 10.0.0.0 onwards
    "listings": [{"asset": "10.0.0.1", "blacklist": "SpamCop",
                  "listed": 1700000000, "delisted": null}],   # Unix times
-   "flaky": false}                      # answer every other request 503 (retries get past)
+   "check_seconds": 60,                 # the change at the last check: over this many seconds
+   "flaky": false,                      # answer every other request 503 (retries get past)
+   "down": false}                       # answer every request 503 (an outage)
 
 Usage: fleet_api.py STATE_FILE PORT_FILE  (binds 127.0.0.1:0, writes its port to PORT_FILE)
 """
@@ -36,8 +38,19 @@ def api_date(unix):
     return f"{day}{suffix} {time.strftime('%b %Y', t)} {hour:02d}:{t.tm_min:02d}{'am' if t.tm_hour < 12 else 'pm'}"
 
 
-def listed_on(s, asset):
-    return [l for l in s["listings"] if l["asset"] == asset and l.get("delisted") is None]
+def listed_on(s, asset, at=None):
+    """The listings of `asset` standing at time `at` (now by default)."""
+    at = time.time() if at is None else at
+    return [l for l in s["listings"] if l["asset"] == asset and l["listed"] <= at
+            and (l.get("delisted") is None or l["delisted"] > at)]
+
+
+def count_and_change(s, asset):
+    """`blacklisted` and `blacklisted_change.last_check`: the count now and its change since
+    the API's previous check, `check_seconds` ago."""
+    now = time.time()
+    count = len(listed_on(s, asset, now))
+    return count, count - len(listed_on(s, asset, now - s.get("check_seconds", 60)))
 
 
 def change(value):
@@ -45,11 +58,11 @@ def change(value):
 
 
 def list_item(s, i):
-    count = len(listed_on(s, name(i)))
+    count, changed = count_and_change(s, name(i))
     return {
         "ip": name(i), "hosts": [f"mta{i}.example.com"],
         "senderscore": 85, "senderscore_prev": 85, "senderscore_change": change(0),
-        "blacklisted": count, "blacklisted_change": change(0),
+        "blacklisted": count, "blacklisted_change": change(changed),
         "snds_blocked": None, "snds_blocked_change": change(None),
         "snds_reputation": None, "snds_reputation_change": change(None),
     }
@@ -57,19 +70,23 @@ def list_item(s, i):
 
 def report(s, asset):
     now = time.time()
-    events = []
+    # Newest first, as the API's other histories are; an event's date has only minutes, so a
+    # delisting in the same minute as its listing is told apart by coming first.
+    timed = []
     for l in s["listings"]:
         if l["asset"] != asset:
             continue
-        events.append({"date": api_date(l["listed"]), "status": "Listed", "blacklist": l["blacklist"]})
+        timed.append((l["listed"], "Listed", l["blacklist"]))
         if l.get("delisted") is not None:
-            events.append({"date": api_date(l["delisted"]), "status": "Delisted", "blacklist": l["blacklist"]})
-    count = len(listed_on(s, asset))
+            timed.append((l["delisted"], "Delisted", l["blacklist"]))
+    timed.sort(key=lambda e: e[0], reverse=True)
+    events = [{"date": api_date(at), "status": status, "blacklist": b} for at, status, b in timed]
+    count, changed = count_and_change(s, asset)
     return {
         "value": asset, "tags": ["team-transactional"], "hostname": [],
         "senderscore": 85, "senderscore_prev": 85, "senderscore_change": change(0),
         "senderscore_history": [{"value": "85", "date": api_date(now - 3600)}],
-        "blacklisted": count, "blacklisted_prev": count, "blacklisted_change": change(0),
+        "blacklisted": count, "blacklisted_prev": count - changed, "blacklisted_change": change(changed),
         "blacklisted_history": [{"value": count, "date": api_date(now - 3600)}],
         "blacklist_history": events,
         "snds_blocked": None, "snds_blocked_change": change(None),
@@ -99,7 +116,7 @@ class Handler(BaseHTTPRequestHandler):
         with lock:
             counter["requests"] += 1
             odd = counter["requests"] % 2 == 1
-        if s.get("flaky") and odd:
+        if s.get("down") or (s.get("flaky") and odd):
             return self.answer(503, {"message": "try again"})
         path = self.path.split("?")[0]
         if path == "/api/v1/user":

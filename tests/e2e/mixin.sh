@@ -49,7 +49,7 @@ promtool test rules "$work/team/prometheus/tests/mixin_team_test.yml" >"$work/te
     fail "promtool test rules on the rendering with teamTag"
 echo "team: a team-tagged asset's new listing carries team for Alertmanager's routing"
 
-override='{senderScoreFloor: 80, senderScoreGood: 90, selector: "job=\"mail-reputation\"", accountLabel: "tenant", replicaLabel: "pod", gapWindow: "30m", runbookUrl: "https://wiki.example.com/reputation/runbook"}'
+override='{senderScoreFloor: 80, senderScoreGood: 90, selector: "job=\"mail-reputation\"", accountLabel: "tenant", replicaLabel: "pod", keepFiringFor: "5m", runbookUrl: "https://wiki.example.com/reputation/runbook"}'
 render "$work/override" "$override"
 promtool check rules "$work/override/prometheus/alerts.yml" "$work/override/prometheus/rules.yml" >"$work/check.log" 2>&1 ||
     fail "promtool check rules on the override's rendering"
@@ -90,8 +90,9 @@ def check(what, got, want):
     assert got == want, f"{what}: {got!r}, expected {want!r}"
 
 da, oa = alerts(d), alerts(o)
-check("default score alert", da["ReputationSenderScoreLow"]["expr"], '(max without (instance, shard) (reputation_senderscore{job="reputation"}) or max without (instance, shard) (last_over_time(reputation_senderscore{job="reputation"}[20m]))) < 70')
-check("override score alert", oa["ReputationSenderScoreLow"]["expr"], '(max without (pod, shard) (reputation_senderscore{job="mail-reputation"}) or max without (pod, shard) (last_over_time(reputation_senderscore{job="mail-reputation"}[30m]))) < 80')
+check("default score alert", da["ReputationSenderScoreLow"]["expr"], 'max without (instance, shard) (reputation_senderscore{job="reputation"} < 70)')
+check("override score alert", oa["ReputationSenderScoreLow"]["expr"], 'max without (pod, shard) (reputation_senderscore{job="mail-reputation"} < 80)')
+check("override gap tolerance", oa["ReputationBlacklistListed"]["keep_firing_for"], "5m")
 assert "below 80." in oa["ReputationSenderScoreLow"]["annotations"]["description"]
 for name, rule in oa.items():
     expr = rule["expr"]
@@ -100,9 +101,10 @@ for name, rule in oa.items():
     check(f"{name} runbook", rule["annotations"]["runbook_url"], f"https://wiki.example.com/reputation/runbook#{name.lower()}")
     assert "$labels.instance" not in rule["annotations"]["description"], name
     assert "instance" not in expr, f"{name}: {expr}"
-check("standing listings", oa["ReputationBlacklistedAssets"]["expr"], 'sum by (job, tenant) (last_over_time(account_kind:reputation_blacklisted_assets:count{job="mail-reputation"}[30m])) > 0')
-assert "on (job, tenant, kind, asset, blacklist)" in oa["ReputationBlacklistListed"]["expr"], oa["ReputationBlacklistListed"]["expr"]
-assert 'ALERTS{job="mail-reputation", alertname="ReputationBlacklistListed"' in oa["ReputationBlacklistListed"]["expr"]
+check("standing listings", oa["ReputationBlacklistedAssets"]["expr"], 'sum by (job, tenant) (last_over_time(account_kind:reputation_blacklisted_assets:count{job="mail-reputation"}[20m])) > 0')
+assert "unless on (job, tenant, kind, asset)" in oa["ReputationAssetBlacklisted"]["expr"], oa["ReputationAssetBlacklisted"]["expr"]
+for name, rule in {**da, **oa}.items():
+    assert "ALERTS" not in rule["expr"], f"{name} reads ALERTS"
 assert "$labels.pod" in oa["ReputationExporterReplicaDown"]["annotations"]["description"]
 for group in o["prometheusRules"]["groups"]:
     for rule in group["rules"]:
@@ -142,7 +144,7 @@ out = json.load(open(sys.argv[1]))
 rule = out["reputation-prometheusrule"]
 rules = [r for g in rule["spec"]["groups"] for r in g["rules"]]
 low = next(r for r in rules if r.get("alert") == "ReputationSenderScoreLow")
-assert low["expr"] == '(max without (instance, shard) (reputation_senderscore{job="mail-reputation"}) or max without (instance, shard) (last_over_time(reputation_senderscore{job="mail-reputation"}[20m]))) < 80', low
+assert low["expr"] == 'max without (instance, shard) (reputation_senderscore{job="mail-reputation"} < 80)', low
 assert any("record" in r for r in rules), "no recording rules"
 assert out["reputation-dashboard"]["uid"] == "reputation-exporter"
 print(f"docs/deploying.md example: {len(rules)} rules in the PrometheusRule, the dashboard")

@@ -92,14 +92,15 @@ status=$(tls_curl -o /dev/null -w '%{http_code}' --cert "$tls/client.crt" --key 
 [ "$status" = 401 ] || fail "a scrape without the password got $status, not 401"
 echo "e2e: TLS exporter refuses clients without a certificate (handshake) or a password (401)"
 
-# The shipped files, with the target, the intervals and the `for:` durations shortened.
+# The shipped files, with the target, the intervals (the recording rules' too) and the `for:`
+# durations shortened.
 sed -e "s/scrape_interval: .*/scrape_interval: 2s/" \
     -e "s/scrape_timeout: .*/scrape_timeout: 1s/" \
     -e "/reputation-exporter-2/d" \
     -e "s/reputation-exporter-1:9525/127.0.0.1:$exporter_port/" \
     deploy/prometheus/scrape.yml >"$work/scrape.yml"
 sed -e "s/for: .*/for: 0s/" deploy/prometheus/alerts.yml >"$work/alerts.yml"
-cp deploy/prometheus/rules.yml "$work/rules.yml"
+sed -e 's/interval: "5m"/interval: "2s"/' deploy/prometheus/rules.yml >"$work/rules.yml"
 {
     echo "global:"
     echo "  evaluation_interval: 2s"

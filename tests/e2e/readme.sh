@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# The README's "Run it for real" block, run as written: the same commands, with only the
-# account swapped for the simulated API and /etc for a scratch directory. The exporter must
-# become ready and serve the simulated fleet. Everything listens on 127.0.0.1 (the exporter on
-# its default port, 9525) and is stopped on exit.
+# The README's "Run it for real" block, run as written, as an ordinary user without sudo: the
+# same commands, with only the account swapped for the simulated API the README says to start
+# for it. Stand-ins, each for what this machine cannot have: that user's home is a scratch
+# directory, and (as root, where the toolchain is root's) the block's `cargo install` runs as
+# root and the user's `cargo` finds it done. The exporter must become ready and serve the
+# simulated fleet. Everything listens on 127.0.0.1 (the exporter on its default port, 9525) and
+# is stopped on exit.
 #
 # Usage: tests/e2e/readme.sh [path/to/reputation-exporter (for the simulated API)]
 set -euo pipefail
@@ -36,24 +39,26 @@ wait "$try_pid" 2>/dev/null || true
 for _ in $(seq 100); do curl -s -o /dev/null localhost:9525/ || break; sleep 0.1; done
 echo "readme: Try it served the demo"
 
-# The simulated API as the README tells a reader without an account to start it.
-simulate=$(grep -o -m1 'reputation-exporter simulate[^`]*' README.md) || fail "the README does not say how to simulate"
-"${1:-target/debug/reputation-exporter}" ${simulate#reputation-exporter } >"$work/api.url" &
+# The simulated API as the README tells a reader without an account to start it, in the
+# foreground of its own terminal (here, a background job), with the binary Try it built.
+simulate=$(grep -o -m1 'cargo run --release -- simulate[^`]*' README.md) || fail "the README does not say how to simulate"
+bash -c "$simulate" >"$work/api.url" 2>"$work/simulate.log" &
 pids+=($!)
-for _ in $(seq 50); do [ -s "$work/api.url" ] && break; sleep 0.1; done
+for _ in $(seq 600); do [ -s "$work/api.url" ] && break; sleep 0.1; done
 api=$(head -n 1 "$work/api.url")
+[ -n "$api" ] || fail "the simulated API printed no address"
 
-# Scratch stand-ins: /etc, the install root, sudo when the machine has none.
-sed -e "s#/etc/reputation-exporter#$work/system/etc#g" \
-    -e "s#https://api.example.com#$api#g" "$work/block.sh" >"$work/run.sh"
-mkdir -p "$work/bin" "$work/system"
+sed -e "s#https://api.example.com#$api#g" "$work/block.sh" >"$work/run.sh"
+grep -q 'sudo\|/etc/' "$work/run.sh" && fail "the block needs sudo or /etc: an ordinary user has neither"
+home="$work/home"
+mkdir -p "$work/bin" "$home"
 chmod 755 "$work"
 export CARGO_INSTALL_ROOT="$work/root"
 as_user=()
 if [ "$(id -u)" = 0 ]; then
-    # The block is for an ordinary user: as root (CI), it runs as one made for it. The
-    # toolchain is root's, out of that user's reach, so its first line, `cargo install`, runs
-    # here as root, exactly as written; the user's `cargo` then finds it done.
+    # The block is for an ordinary user: as root (CI), it runs as one made for it, with no
+    # sudo. The toolchain is root's, out of that user's reach, so its first line, `cargo
+    # install`, runs here as root, exactly as written; the user's `cargo` then finds it done.
     user=reputation-readme
     id "$user" >/dev/null 2>&1 || useradd --system --no-create-home --shell /bin/sh "$user"
     install_line=$(grep -m1 '^cargo install ' "$work/block.sh")
@@ -61,23 +66,15 @@ if [ "$(id -u)" = 0 ]; then
         fail "the block's cargo install failed"
     printf '#!/bin/sh\n[ "$*" = "%s" ] && [ -x "%s" ] && exit 0\necho "cargo $*: not run by this test" >&2; exit 1\n' \
         "${install_line#cargo }" "$work/root/bin/reputation-exporter" >"$work/bin/cargo"
-    # No sudo for that user: the stand-in runs the command as the user, in a stand-in for /
-    # that the user may write to, as sudo would as root in the real one.
-    printf '#!/bin/sh\nexec "$@"\n' >"$work/bin/sudo"
-    chown "$user" "$work/system"
+    chmod +x "$work/bin/cargo"
+    chown "$user" "$home"
     as_user=(setpriv "--reuid=$user" "--regid=$user" --init-groups --)
-else
-    command -v sudo >/dev/null || printf '#!/bin/sh\nexec "$@"\n' >"$work/bin/sudo"
 fi
-chmod +x "$work"/bin/* 2>/dev/null || true
 (
-    export PATH="$work/root/bin:$work/bin:$PATH"
+    export PATH="$work/root/bin:$work/bin:$PATH" HOME="$home"
     export CARGO_TARGET_DIR="$PWD/target" API_TOKEN=demo-token
-    if [ "${#as_user[@]}" -gt 0 ]; then
-        # Somewhere that user may be: the repository may sit where it cannot look.
-        export HOME="$work"
-        cd "$work"
-    fi
+    # Somewhere that user may be: the repository may sit where it cannot look.
+    cd "$home"
     exec "${as_user[@]}" bash -e "$work/run.sh"
 ) >"$work/run.log" 2>&1 &
 pids+=($!)
@@ -89,10 +86,11 @@ until curl -sf http://127.0.0.1:9525/metrics | grep '^reputation_assets{kind="ip
     kill -0 "${pids[1]}" 2>/dev/null || fail "the block stopped"
     sleep 1
 done
-[ "$(stat -c %a "$work/system/etc/token")" = 600 ] || fail "the token file is not mode 0600"
-[ "$(stat -c %a "$work/system/etc")" = 750 ] || fail "the directory is not mode 0750"
+token="$home/.config/reputation-exporter/token"
+[ "$(stat -c %a "$token")" = 600 ] || fail "the token file is not mode 0600"
+[ "$(stat -c %a "$(dirname "$token")")" = 700 ] || fail "the directory is not mode 0700"
 if [ "${#as_user[@]}" -gt 0 ]; then
-    owner=$(stat -c %U "$work/system/etc/token")
+    owner=$(stat -c %U "$token")
     [ "$owner" = "$user" ] || fail "the token file belongs to $owner, not to the user who ran the block"
     uids=$(ps -o uid= -C reputation-exporter)
     grep -qw -- "$(id -u "$user")" <<<"$uids" || fail "the exporter does not run as $user"
@@ -102,7 +100,7 @@ for command in 'reputation-exporter --config.check' 'reputation-exporter --once'
     grep -qF "\`$command\`" README.md || fail "the README no longer names $command"
     (
         export PATH="$work/root/bin:$PATH" REPUTATION_EXPORTER_API__BASE_URL="$api"
-        export REPUTATION_EXPORTER_API__TOKEN_FILE="$work/system/etc/token"
+        export REPUTATION_EXPORTER_API__TOKEN_FILE="$token"
         exec "${as_user[@]}" $command
     ) >"$work/check.out" 2>"$work/check.log" || fail "$command failed"
 done
