@@ -21,7 +21,7 @@ e2e_name=bench-backfill
 # shellcheck source=tests/e2e/lib.sh
 . tests/e2e/lib.sh
 
-cargo build --release --quiet --bin reputation-exporter
+cargo build --release --quiet --bin reputation-exporter --bin reputation-exporter-backfill
 exporter=$(realpath target/release/reputation-exporter)
 simulated api_url "$exporter" "$assets"
 export REPUTATION_EXPORTER_API__BASE_URL=$api_url REPUTATION_EXPORTER_API__TOKEN=demo-token

@@ -14,7 +14,7 @@ assets=${1:-100000}
 . bench/need.sh
 need prometheus curl
 
-cargo build --release --quiet --bin reputation-exporter
+cargo build --release --quiet --bin reputation-exporter --bin reputation-exporter-backfill
 bash tests/e2e/dashboard.sh target/release/reputation-exporter "$assets"
 if [ -n "${2:-}" ]; then
     BOUNDS=0 bash tests/e2e/dashboard.sh target/release/reputation-exporter "$assets" "$2"

@@ -7,7 +7,6 @@ use std::hint::black_box;
 use std::sync::Arc;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use reputation_exporter::demo::ip_item;
 use reputation_exporter::exposition::Format;
 use reputation_exporter::exposition::gzip::GzipPrefix;
 use reputation_exporter::model::AssetSet;
@@ -15,6 +14,7 @@ use reputation_exporter::snapshot::{ListPart, Snapshot};
 use reputation_exporter::telemetry::Telemetry;
 use reputation_exporter::upstream::dto;
 use reputation_exporter::vocabulary::Kind;
+use reputation_simulate::ip_item;
 
 const SIZES: [usize; 3] = [1_000, 10_000, 100_000];
 
@@ -40,7 +40,7 @@ fn pipeline(c: &mut Criterion) {
             b.iter(|| serde_json::from_slice::<serde_json::Value>(black_box(body)).unwrap())
         });
         group.bench_with_input(BenchmarkId::new("decode_list", n), &body, |b, body| {
-            b.iter(|| dto::decode_list_with(black_box(body), "ip", |item| item).unwrap())
+            b.iter(|| dto::decode_list_with(black_box(body), Kind::Ip, |item| item).unwrap())
         });
         group.bench_with_input(
             BenchmarkId::new("decode_and_convert", n),

@@ -8,9 +8,9 @@
 
 use std::time::Instant;
 
-use reputation_exporter::demo::ip_item;
 use reputation_exporter::model::AssetSet;
 use reputation_exporter::vocabulary::Kind;
+use reputation_simulate::ip_item;
 
 fn peak_rss_mb() -> f64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();

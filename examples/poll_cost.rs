@@ -6,10 +6,10 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use reputation_exporter::demo::ip_item;
 use reputation_exporter::model::AssetSet;
 use reputation_exporter::snapshot::{ListPart, Snapshot};
 use reputation_exporter::vocabulary::Kind;
+use reputation_simulate::ip_item;
 
 fn median_ms(runs: usize, mut f: impl FnMut()) -> f64 {
     let mut times: Vec<f64> = (0..runs)

@@ -13,7 +13,6 @@ use tokio::time::Instant;
 use tracing::{Instrument as _, info};
 
 use crate::config::{self, AccountConfig, Config, Source};
-use crate::demo::SimulatedApi;
 use crate::health::Health;
 use crate::poll::follow::FollowUps;
 use crate::poll::reports::ReportPoller;
@@ -22,6 +21,7 @@ use crate::store::Store;
 use crate::telemetry::Telemetry;
 use crate::upstream::{Client, ClientError, InProcess};
 use crate::vocabulary::Endpoint;
+use reputation_simulate::SimulatedApi;
 
 /// Why an account cannot be set up, or found.
 #[derive(Debug, thiserror::Error)]
@@ -33,17 +33,19 @@ pub enum AccountError {
     #[error(transparent)]
     Client(#[from] ClientError),
     /// A target that names no account, or none where one is needed.
-    #[error("{0}")]
-    Target(String),
+    #[error(transparent)]
+    Target(#[from] config::TargetError),
 }
 
 /// Upstreams served inside this process instead of over the network, by base address: the
-/// simulated API, for tests that run on Tokio's paused clock.
+/// simulated API, for tests that run on Tokio's paused clock. Without the `in-process` feature
+/// (which only the tests turn on) there are none.
 #[derive(Debug, Clone, Default)]
 pub struct Upstreams(Vec<(reqwest::Url, InProcess)>);
 
 impl Upstreams {
     /// Serves requests to `base_url` with `service`.
+    #[cfg(feature = "in-process")]
     pub fn with(mut self, base_url: reqwest::Url, service: InProcess) -> Self {
         self.0.push((base_url, service));
         self
@@ -180,9 +182,9 @@ impl Account {
             .set_max_ages(config.max_age, config.report_max_age());
         let span = self.span();
         let poller = self.poller.clone().run().instrument(span.clone());
-        crate::task::spawn_into(&mut tasks, poller);
+        exporter_web::task::spawn_into(&mut tasks, poller);
         if let Some(reports) = &self.reports {
-            crate::task::spawn_into(&mut tasks, reports.clone().run().instrument(span));
+            exporter_web::task::spawn_into(&mut tasks, reports.clone().run().instrument(span));
         }
     }
 
@@ -244,6 +246,51 @@ pub struct Changes {
     pub kept: Vec<String>,
     /// Settings that changed but take effect only at the next restart (`web.listen_address`).
     pub restart: Vec<&'static str>,
+}
+
+impl Changes {
+    /// The reconfigured accounts with the keys that changed: `[api]: poll.interval, backoff`.
+    pub fn reconfigured_keys(&self) -> String {
+        let accounts: Vec<String> = self
+            .reconfigured
+            .iter()
+            .map(|(name, keys)| format!("{name}: {}", keys.join(", ")))
+            .collect();
+        accounts.join("; ")
+    }
+}
+
+/// A reload's changes in a line, for `/-/reload`; what needs a restart in a second.
+impl std::fmt::Display for Changes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let changes = self;
+        let list = |names: &[String]| {
+            if names.is_empty() {
+                "none".to_owned()
+            } else {
+                names.join(", ")
+            }
+        };
+        let reconfigured = match changes.reconfigured_keys() {
+            none if none.is_empty() => "none".to_owned(),
+            some => some,
+        };
+        let mut said = format!(
+            "Reloaded. Accounts added: {}; changed: {}; with new shared settings (data and \
+         schedule kept): {reconfigured}; removed: {}; kept: {}.",
+            list(&changes.added),
+            list(&changes.changed),
+            list(&changes.removed),
+            list(&changes.kept)
+        );
+        if !changes.restart.is_empty() {
+            said.push_str(&format!(
+                "\nNot applied until the next restart: {} changed.",
+                changes.restart.join(", ")
+            ));
+        }
+        f.write_str(&said)
+    }
 }
 
 impl Accounts {
@@ -338,9 +385,7 @@ impl Accounts {
     /// account of a single-account exporter.
     pub fn resolve(&self, target: Option<&str>) -> Result<&Arc<Account>, AccountError> {
         let names: Vec<Option<&str>> = self.0.iter().map(|a| a.name.as_deref()).collect();
-        config::resolve(&names, target)
-            .map(|i| &self.0[i])
-            .map_err(AccountError::Target)
+        Ok(&self.0[config::resolve(&names, target)?])
     }
 
     /// Whether every account's first list poll has ended, whatever its outcome.

@@ -20,11 +20,11 @@ use tracing::{error, info, warn};
 use crate::accounts::{Account, AccountError, Accounts, Changes, Upstreams};
 use crate::config::cli::SimulateArgs;
 use crate::config::{Config, ConfigError};
-use crate::demo::SimulatedApi;
 use crate::exposition::Format;
-use crate::server::{self, AppState, ReloadRequest, Sockets};
+use crate::server::{self, AppState, ReloadError, ReloadRequest, Sockets};
 use crate::telemetry::ProcessMetrics;
 use crate::vocabulary::parse_duration;
+use reputation_simulate::SimulatedApi;
 
 /// Why the exporter cannot start or serve.
 #[derive(Debug, thiserror::Error)]
@@ -38,9 +38,9 @@ pub enum AppError {
     /// `--once` could not write the exposition.
     #[error("cannot write to stdout: {0}")]
     Output(std::io::Error),
-    /// `simulate` was given a wrong flag.
-    #[error("{0}")]
-    Usage(String),
+    /// `simulate --report-latency` is not a duration.
+    #[error("--report-latency {0}")]
+    ReportLatency(crate::vocabulary::DurationError),
     /// An address cannot be listened on.
     #[error("cannot listen on {address}: {error}")]
     Listen {
@@ -85,8 +85,7 @@ pub async fn simulate(
     args: &SimulateArgs,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), AppError> {
-    let latency = parse_duration(&args.report_latency)
-        .map_err(|e| AppError::Usage(format!("--report-latency {e}")))?;
+    let latency = parse_duration(&args.report_latency).map_err(AppError::ReportLatency)?;
     let ips = args.assets * 4 / 5;
     let api = SimulatedApi::new(ips, args.assets - ips);
     api.set_report_delay(latency);
@@ -106,6 +105,72 @@ pub async fn simulate(
         .with_graceful_shutdown(shutdown)
         .await
         .map_err(AppError::Serve)
+}
+
+/// The binary `backfill` runs: a product of its own, so that the exporter does not carry the
+/// remote-write client.
+pub const BACKFILL_BINARY: &str = "reputation-exporter-backfill";
+
+/// Why `backfill` could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum BackfillLaunchError {
+    /// The backfill binary is neither beside this one nor on the PATH.
+    #[error(
+        "`backfill` runs {BACKFILL_BINARY}, which is neither beside this binary nor on the PATH; \
+         install it (cargo install --locked --path crates/backfill in a checkout, or take it \
+         from the same release or image)"
+    )]
+    NotInstalled,
+    /// It was found but could not be started.
+    #[error("cannot start {path}: {error}")]
+    Start {
+        /// The binary.
+        path: std::path::PathBuf,
+        /// What the system said.
+        error: std::io::Error,
+    },
+}
+
+/// `backfill`: runs [`BACKFILL_BINARY`], found beside this binary first (the one built or
+/// installed with it), then on the PATH, with the configuration flags given before `backfill`
+/// and `args` after them. On Unix it replaces this process, so its exit status is the
+/// command's; elsewhere the status is passed on.
+pub fn backfill(
+    common: &crate::config::cli::Common,
+    args: &[std::ffi::OsString],
+) -> Result<std::process::ExitCode, BackfillLaunchError> {
+    let beside = std::env::current_exe()
+        .ok()
+        .and_then(|exe| Some(exe.parent()?.join(BACKFILL_BINARY)))
+        .filter(|path| path.is_file());
+    let on_path = || {
+        std::env::split_paths(&std::env::var_os("PATH")?)
+            .map(|dir| dir.join(BACKFILL_BINARY))
+            .find(|path| path.is_file())
+    };
+    let path = beside
+        .or_else(on_path)
+        .ok_or(BackfillLaunchError::NotInstalled)?;
+    let mut command = std::process::Command::new(&path);
+    command.args(common.to_args()).args(args);
+    let start = |error| BackfillLaunchError::Start {
+        path: path.clone(),
+        error,
+    };
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::CommandExt as _;
+        Err(start(command.exec()))
+    }
+    #[cfg(not(unix))]
+    {
+        let status = command.status().map_err(start)?;
+        let code = status
+            .code()
+            .and_then(|c| u8::try_from(c).ok())
+            .unwrap_or(1);
+        Ok(std::process::ExitCode::from(code))
+    }
 }
 
 /// Completes on SIGINT (Ctrl-C) or SIGTERM.
@@ -143,7 +208,7 @@ pub fn reload_on_hangup(reloads: mpsc::Sender<ReloadRequest>) {
                 return;
             }
         };
-        crate::task::spawn(async move {
+        exporter_web::task::spawn(async move {
             while hangups.recv().await.is_some() {
                 info!("SIGHUP: reloading the configuration");
                 let (request, outcome) = ReloadRequest::new();
@@ -200,11 +265,16 @@ impl std::fmt::Debug for App {
 impl App {
     /// Wires the exporter for this configuration; with `--demo`, starts the simulated API.
     pub async fn build(config: &Config) -> Result<App, AppError> {
-        Self::build_with(config, Upstreams::default()).await
+        Self::build_from(config, Upstreams::default()).await
     }
 
-    /// [`App::build`], with some upstreams answered in process.
+    /// [`App::build`], with some upstreams answered in process (tests on the paused clock).
+    #[cfg(feature = "in-process")]
     pub async fn build_with(config: &Config, upstreams: Upstreams) -> Result<App, AppError> {
+        Self::build_from(config, upstreams).await
+    }
+
+    async fn build_from(config: &Config, upstreams: Upstreams) -> Result<App, AppError> {
         for warning in &config.warnings {
             warn!("{warning}");
         }
@@ -279,7 +349,7 @@ impl App {
 
     /// Applies `config`: see the module's documentation. On an error nothing changes.
     pub async fn reload(&self, config: Config) -> Result<Changes, AppError> {
-        self.core.apply(config).await
+        Ok(self.core.apply(config).await?)
     }
 
     /// Polls and serves on `sockets` (one listener, or several) until `shutdown` completes;
@@ -307,7 +377,7 @@ impl App {
         } = self;
         // Reloads are applied while serving; the set stops the reloader when it is dropped.
         let mut reloader = tokio::task::JoinSet::new();
-        crate::task::spawn_into(&mut reloader, {
+        exporter_web::task::spawn_into(&mut reloader, {
             let core = core.clone();
             async move {
                 while let Some(request) = requests.recv().await {
@@ -328,9 +398,9 @@ impl App {
 
 impl Core {
     /// Reads the configuration from the source and applies it; the answer of `/-/reload`.
-    async fn reload_from_source(&self) -> Result<String, String> {
+    async fn reload_from_source(&self) -> Result<Changes, ReloadError> {
         let Some(source) = &self.source else {
-            return Err("this exporter was started without a configuration to read again".into());
+            return Err(ReloadError::NoSource);
         };
         let loaded = source();
         let config = match loaded {
@@ -341,16 +411,13 @@ impl Core {
                     "reload refused: the configuration is not valid; the running one stays"
                 );
                 self.process.config_applied(false);
-                return Err(e.to_string());
+                return Err(ReloadError::Invalid(e));
             }
         };
-        match self.apply(config).await {
-            Ok(changes) => Ok(format!("{}\n", describe(&changes))),
-            Err(e) => Err(e.to_string()),
-        }
+        Ok(self.apply(config).await?)
     }
 
-    async fn apply(&self, config: Config) -> Result<Changes, AppError> {
+    async fn apply(&self, config: Config) -> Result<Changes, AccountError> {
         let mut running = self.running.lock().await;
         for warning in &config.warnings {
             warn!("{warning}");
@@ -371,7 +438,7 @@ impl Core {
                 Err(e) => {
                     error!(reason = %e, "reload refused; the running configuration stays");
                     self.process.config_applied(false);
-                    return Err(e.into());
+                    return Err(e);
                 }
             };
         accounts.start();
@@ -381,7 +448,7 @@ impl Core {
         info!(
             added = %changes.added.join(","),
             changed = %changes.changed.join(","),
-            reconfigured = %reconfigured(&changes),
+            reconfigured = %changes.reconfigured_keys(),
             removed = %changes.removed.join(","),
             kept = %changes.kept.join(","),
             "configuration reloaded"
@@ -389,46 +456,6 @@ impl Core {
         *running = config;
         Ok(changes)
     }
-}
-
-/// The reconfigured accounts with the keys that changed: `[api]: poll.interval, backoff`.
-fn reconfigured(changes: &Changes) -> String {
-    let accounts: Vec<String> = changes
-        .reconfigured
-        .iter()
-        .map(|(name, keys)| format!("{name}: {}", keys.join(", ")))
-        .collect();
-    accounts.join("; ")
-}
-
-/// A reload's changes in a line, for `/-/reload`; what needs a restart in a second.
-fn describe(changes: &Changes) -> String {
-    let list = |names: &[String]| {
-        if names.is_empty() {
-            "none".to_owned()
-        } else {
-            names.join(", ")
-        }
-    };
-    let reconfigured = match reconfigured(changes) {
-        none if none.is_empty() => "none".to_owned(),
-        some => some,
-    };
-    let mut said = format!(
-        "Reloaded. Accounts added: {}; changed: {}; with new shared settings (data and \
-         schedule kept): {reconfigured}; removed: {}; kept: {}.",
-        list(&changes.added),
-        list(&changes.changed),
-        list(&changes.removed),
-        list(&changes.kept)
-    );
-    if !changes.restart.is_empty() {
-        said.push_str(&format!(
-            "\nNot applied until the next restart: {} changed.",
-            changes.restart.join(", ")
-        ));
-    }
-    said
 }
 
 /// The settings a reload cannot change in a running process, that `new` changes.

@@ -4,16 +4,12 @@
 //! labelled metrics. The modules, each importing only modules listed before it:
 //!
 //! - [`vocabulary`]: endpoint, kind, request outcome, SNDS colour, the secret, durations.
-//! - [`task`]: spawning that keeps the logger and the span.
-//! - [`file_watch`]: following changed files (the token file, the web configuration).
 //! - [`logging`]: logfmt and JSON lines.
 //! - [`health`]: what an account's pollers know of its API (each endpoint's state, failing
 //!   streaks, the token's verdict) and the typed [`health::Failure`]; decisions read it, the
 //!   health metrics are rendered from it.
 //! - [`telemetry`]: the exporter's own metrics, on `prometheus-client`.
-//! - [`web_config`]: TLS, basic auth and headers from exporter-toolkit's file.
 //! - [`upstream`]: the API client (token, timeouts, body cap, retries) and the JSON it returns.
-//! - [`demo`]: the simulated API behind `--demo`, `simulate`, the tests and the benchmarks.
 //! - [`model`]: assets and their report data, mapped from the JSON by DESIGN's value rules.
 //! - [`exposition`]: the per-asset metric families, OpenMetrics 1.0 and Prometheus text 0.0.4
 //!   writers, and gzip.
@@ -24,26 +20,27 @@
 //!   into the [`config::Config`] that builds the rest.
 //! - [`accounts`]: each account's client, pollers and store, built from its configuration and
 //!   running until dropped; the set of them, kept across reloads; `resolve(target)`.
-//! - [`server`]: `/metrics`, `/probe`, the landing page, health, readiness, `/-/reload`, basic
-//!   auth, the sockets.
+//! - [`server`]: `/metrics`, `/probe`, the landing page, health, readiness, `/-/reload`,
+//!   served by `exporter_web::serve`.
 //! - [`app`]: the exporter built from a `Config`, reloaded with a new one, and run on a
 //!   listener until shutdown.
-//! - [`backfill`]: the `backfill` command: the reports' history as OpenMetrics for promtool.
+//!
+//! Beside it in the workspace: `exporter-web` (the web surface: sockets, TLS, basic auth, the
+//! rate limit; and the `task` and `file_watch` helpers every module may use),
+//! `reputation-simulate` (the simulated API of `--demo` and `simulate`) and
+//! `reputation-backfill` (the `backfill` command, its own binary).
 //!
 //! The data is polled, not collected at scrape time: the upstream is a slow, rate-limited
 //! third-party API whose values change daily, so a scrape answers from the latest snapshot and
 //! never waits on it.
 
 #![forbid(unsafe_code)]
-#![warn(missing_docs)]
+#![warn(missing_docs, unreachable_pub)]
 
 pub mod accounts;
 pub mod app;
-pub mod backfill;
 pub mod config;
-pub mod demo;
 pub mod exposition;
-pub mod file_watch;
 pub mod health;
 pub mod logging;
 pub mod model;
@@ -51,8 +48,6 @@ pub mod poll;
 pub mod server;
 pub mod snapshot;
 pub mod store;
-pub mod task;
 pub mod telemetry;
 pub mod upstream;
 pub mod vocabulary;
-pub mod web_config;

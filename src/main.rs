@@ -1,13 +1,12 @@
 //! `reputation-exporter`: parse the flags, load the configuration, start logging, and run what
-//! the command line asks for: serve until SIGINT or SIGTERM (reloading on SIGHUP), `--once`,
-//! `backfill` or `simulate`. Everything it runs lives in the library.
+//! the command line asks for: serve until SIGINT or SIGTERM (reloading on SIGHUP), `--once` or
+//! `simulate`; `backfill` runs its own binary. Everything it runs lives in the library.
 
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::Context as _;
 use reputation_exporter::app::{self, App};
-use reputation_exporter::backfill;
 use reputation_exporter::config::cli::Command;
 use reputation_exporter::config::{Cli, Config};
 use reputation_exporter::server;
@@ -36,9 +35,13 @@ fn main() -> ExitCode {
 /// Runs what the command line asks for; the exit code says whether it all went through.
 fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
     let runtime = || tokio::runtime::Runtime::new().context("cannot start the async runtime");
-    if let Some(Command::Simulate(args)) = &cli.command {
-        runtime()?.block_on(app::simulate(args, app::shutdown_signal()))?;
-        return Ok(ExitCode::SUCCESS);
+    match &cli.command {
+        Some(Command::Simulate(args)) => {
+            runtime()?.block_on(app::simulate(args, app::shutdown_signal()))?;
+            return Ok(ExitCode::SUCCESS);
+        }
+        Some(Command::Backfill { args }) => return Ok(app::backfill(&cli.common, args)?),
+        None => {}
     }
     let config = Config::load(cli)?;
     if cli.config_check {
@@ -48,33 +51,19 @@ fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
         println!("ok");
         return Ok(ExitCode::SUCCESS);
     }
-    let backfill = match &cli.command {
-        Some(Command::Backfill(args)) => {
-            let now = jiff::Timestamp::now().as_second();
-            Some(backfill::Options::from_args(args, now).map_err(anyhow::Error::msg)?)
-        }
-        _ => None,
-    };
-    let serving = backfill.is_none() && !cli.once;
     // Taken while this is the only thread: reading them clears LISTEN_FDS from the environment.
-    let passed = match serving && config.web.systemd_socket {
+    let passed = match !cli.once && config.web.systemd_socket {
         true => Some(server::Passed::take()?),
         false => None,
     };
     let runtime = runtime()?;
     reputation_exporter::logging::init(config.log.level, config.log.format);
-    let target = cli.common.target.as_deref();
-    let done = match backfill {
-        Some(options) => {
-            let summary = runtime.block_on(backfill::run(&config, options, target))?;
-            eprintln!("{}", summary.describe());
-            summary.complete()
-        }
-        _ if cli.once => runtime.block_on(app::once(config, target, &mut std::io::stdout()))?,
-        _ => {
-            runtime.block_on(serve(config, cli, passed))?;
-            true
-        }
+    let done = if cli.once {
+        let target = cli.common.target.as_deref();
+        runtime.block_on(app::once(config, target, &mut std::io::stdout()))?
+    } else {
+        runtime.block_on(serve(config, cli, passed))?;
+        true
     };
     Ok(if done {
         ExitCode::SUCCESS

@@ -4,7 +4,6 @@
 //! [`Snapshot`] with its bodies rendered and swaps it in through a watch channel, which the HTTP
 //! handlers read without waiting.
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -41,8 +40,6 @@ struct Parts {
     domains: Option<Part>,
     /// Shared with the snapshots; copied on write.
     reports: Arc<Reports>,
-    /// When each held report was fetched, for `metrics.max_age`.
-    report_times: HashMap<(Kind, String), Instant>,
     ready: bool,
 }
 
@@ -136,10 +133,9 @@ impl Store {
         let reports = Arc::make_mut(&mut parts.reports);
         for (kind, name, report) in updates {
             match report {
-                Some(_) => parts.report_times.insert((kind, name.clone()), fetched),
-                None => parts.report_times.remove(&(kind, name.clone())),
-            };
-            reports.set(kind, name, report);
+                Some(report) => reports.set(kind, name, report, fetched),
+                None => reports.remove(kind, &name),
+            }
         }
         self.publish(parts);
     }
@@ -148,11 +144,11 @@ impl Store {
     pub fn retain_reports(&self, keep: impl Fn(Kind, &str) -> bool) {
         let mut guard = self.parts();
         let parts = &mut *guard;
-        let before = parts.reports.len();
-        parts
-            .report_times
-            .retain(|(kind, name), _| keep(*kind, name));
-        if parts.report_times.len() != before {
+        let dropped = parts
+            .reports
+            .fetched()
+            .any(|(kind, name, _)| !keep(kind, name));
+        if dropped {
             Arc::make_mut(&mut parts.reports).retain(&keep);
             self.publish(parts);
         }
@@ -165,10 +161,10 @@ impl Store {
         let parts = &mut *guard;
         let mut dropped = false;
         let stale: Vec<(Kind, String)> = parts
-            .report_times
-            .iter()
-            .filter(|(_, fetched)| now.duration_since(**fetched) >= parts.report_max_age)
-            .map(|(key, _)| key.clone())
+            .reports
+            .fetched()
+            .filter(|(_, _, fetched)| now.duration_since(*fetched) >= parts.report_max_age)
+            .map(|(kind, name, _)| (kind, name.to_owned()))
             .collect();
         if !stale.is_empty() {
             warn!(
@@ -179,8 +175,7 @@ impl Store {
             );
             let reports = Arc::make_mut(&mut parts.reports);
             for (kind, name) in stale {
-                parts.report_times.remove(&(kind, name.clone()));
-                reports.set(kind, name, None);
+                reports.remove(kind, &name);
             }
             dropped = true;
         }
@@ -223,9 +218,9 @@ impl Store {
             .flatten()
             .map(|p| p.fetched + parts.max_age);
         let reports = parts
-            .report_times
-            .values()
-            .map(|fetched| *fetched + parts.report_max_age);
+            .reports
+            .fetched()
+            .map(|(_, _, fetched)| fetched + parts.report_max_age);
         lists.chain(reports).min()
     }
 
@@ -247,7 +242,7 @@ impl Store {
         // Compress the OpenMetrics body (what Prometheus asks for) ahead of the first scrape:
         // each slice's when there are slices (what a fleet scrapes), else the whole.
         if tokio::runtime::Handle::try_current().is_ok() {
-            crate::task::spawn_blocking(move || match snapshot.shards() {
+            exporter_web::task::spawn_blocking(move || match snapshot.shards() {
                 1 => {
                     snapshot.gzip(Format::OpenMetrics);
                 }

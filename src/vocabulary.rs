@@ -91,8 +91,11 @@ impl Kind {
     }
 
     /// The field of a list item that holds the asset's name.
-    pub fn name_field(self) -> &'static str {
-        self.label()
+    pub fn name_field(self) -> Field {
+        match self {
+            Kind::Ip => Field::Ip,
+            Kind::Domain => Field::Domain,
+        }
     }
 }
 
@@ -149,11 +152,102 @@ impl Code {
     }
 }
 
+/// An API field whose values may not be mapped: the `field` label of
+/// `reputation_unrecognized_values_total`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Field {
+    /// A list item's `ip`.
+    Ip,
+    /// A list item's `domain`.
+    Domain,
+    /// An address's `hosts`.
+    Hosts,
+    /// A domain's `ips`.
+    Ips,
+    /// `senderscore`.
+    Senderscore,
+    /// `senderscore_prev`.
+    SenderscorePrev,
+    /// `senderscore_change`.
+    SenderscoreChange,
+    /// `blacklisted`.
+    Blacklisted,
+    /// `blacklisted_change`.
+    BlacklistedChange,
+    /// `snds_blocked`.
+    SndsBlocked,
+    /// `snds_blocked_change`.
+    SndsBlockedChange,
+    /// `snds_reputation`.
+    SndsReputation,
+    /// `snds_reputation_change`.
+    SndsReputationChange,
+    /// A list element that is not an item at all, or fails on no field of its own.
+    Item,
+    /// A report's `tags`.
+    Tags,
+    /// The date of a report's `blacklist_history` entry.
+    BlacklistHistoryDate,
+    /// The date of a report's `senderscore_history` entry.
+    SenderscoreHistoryDate,
+}
+
+impl Field {
+    /// Every field, in the order of the label values.
+    pub const ALL: [Field; 17] = [
+        Field::Ip,
+        Field::Domain,
+        Field::Hosts,
+        Field::Ips,
+        Field::Senderscore,
+        Field::SenderscorePrev,
+        Field::SenderscoreChange,
+        Field::Blacklisted,
+        Field::BlacklistedChange,
+        Field::SndsBlocked,
+        Field::SndsBlockedChange,
+        Field::SndsReputation,
+        Field::SndsReputationChange,
+        Field::Item,
+        Field::Tags,
+        Field::BlacklistHistoryDate,
+        Field::SenderscoreHistoryDate,
+    ];
+
+    /// The `field` label value: the API's name of the field.
+    pub fn label(self) -> &'static str {
+        match self {
+            Field::Ip => "ip",
+            Field::Domain => "domain",
+            Field::Hosts => "hosts",
+            Field::Ips => "ips",
+            Field::Senderscore => "senderscore",
+            Field::SenderscorePrev => "senderscore_prev",
+            Field::SenderscoreChange => "senderscore_change",
+            Field::Blacklisted => "blacklisted",
+            Field::BlacklistedChange => "blacklisted_change",
+            Field::SndsBlocked => "snds_blocked",
+            Field::SndsBlockedChange => "snds_blocked_change",
+            Field::SndsReputation => "snds_reputation",
+            Field::SndsReputationChange => "snds_reputation_change",
+            Field::Item => "item",
+            Field::Tags => "tags",
+            Field::BlacklistHistoryDate => "blacklist_history.date",
+            Field::SenderscoreHistoryDate => "senderscore_history.date",
+        }
+    }
+
+    /// The list item field of the JSON key `key`, if it is one of them.
+    pub fn of_item_key(key: &str) -> Option<Field> {
+        Field::ALL[..13].iter().copied().find(|f| f.label() == key)
+    }
+}
+
 /// A value the exporter could not map to a sample.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Unrecognized {
-    /// The API field, e.g. `snds_blocked`: the `field` label of the counter.
-    pub field: &'static str,
+    /// The API field: the `field` label of the counter.
+    pub field: Field,
     /// The value as seen (strings shortened), for the log line.
     pub value: String,
     /// How many values this stands for (many dropped host names are one line in the log).
@@ -162,35 +256,13 @@ pub struct Unrecognized {
 
 impl Unrecognized {
     /// One value of `field` that could not be used.
-    pub fn new(field: &'static str, value: impl Into<String>) -> Self {
+    pub fn new(field: Field, value: impl Into<String>) -> Self {
         Unrecognized {
             field,
             value: value.into(),
             count: 1,
         }
     }
-
-    /// Every `field` label value: the list item fields, `item` for a list element that is not
-    /// an item at all, and the report dates.
-    pub const FIELDS: [&'static str; 17] = [
-        "ip",
-        "domain",
-        "hosts",
-        "ips",
-        "senderscore",
-        "senderscore_prev",
-        "senderscore_change",
-        "blacklisted",
-        "blacklisted_change",
-        "snds_blocked",
-        "snds_blocked_change",
-        "snds_reputation",
-        "snds_reputation_change",
-        "item",
-        "tags",
-        "blacklist_history.date",
-        "senderscore_history.date",
-    ];
 }
 
 /// A string that must never be shown: its `Debug` prints `<redacted>`, and it has no `Display`.
@@ -238,19 +310,35 @@ pub fn slice_of(kind: Kind, name: &str, shards: usize) -> usize {
     (fnv1a_more(hash, name.as_bytes()) % shards.max(1) as u64) as usize
 }
 
+/// Why a written duration is not one.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DurationError {
+    /// Not a duration at all.
+    #[error("`{0}` is not a duration; {DURATION_HINT}")]
+    NotADuration(String),
+    /// Months or years, which have no fixed length.
+    #[error("`{0}`: months and years have no fixed length; {DURATION_HINT}")]
+    Calendar(String),
+    /// A negative duration.
+    #[error("`{0}` is negative; {DURATION_HINT}")]
+    Negative(String),
+}
+
+/// How a duration is written, for messages.
+const DURATION_HINT: &str = "write e.g. 500ms, 30s, 5m, 1h or 90d";
+
 /// A duration as the configuration and the flags write it: `500ms`, `30s`, `5m`, `1h`, `90d`
 /// (a day is 24 hours), also `1h 30m` or `2 days`. Jiff's friendly format, so that one crate
 /// reads every time the exporter is given.
-pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+pub fn parse_duration(text: &str) -> Result<std::time::Duration, DurationError> {
     let text = text.trim();
-    let hint = "write e.g. 500ms, 30s, 5m, 1h or 90d";
     let span: jiff::Span = text
         .parse()
-        .map_err(|_| format!("`{text}` is not a duration; {hint}"))?;
+        .map_err(|_| DurationError::NotADuration(text.to_owned()))?;
     let length = span
         .to_duration(jiff::SpanRelativeTo::days_are_24_hours())
-        .map_err(|_| format!("`{text}`: months and years have no fixed length; {hint}"))?;
-    std::time::Duration::try_from(length).map_err(|_| format!("`{text}` is negative; {hint}"))
+        .map_err(|_| DurationError::Calendar(text.to_owned()))?;
+    std::time::Duration::try_from(length).map_err(|_| DurationError::Negative(text.to_owned()))
 }
 
 /// A duration as people say it, to the second: `4m 12s`, `1h 30m`.
@@ -287,7 +375,11 @@ mod tests {
 
     #[test]
     fn durations_are_read_as_the_configuration_writes_them() {
-        let read = |text| parse_duration(text).map(|d| d.as_millis());
+        let read = |text| {
+            parse_duration(text)
+                .map(|d| d.as_millis())
+                .map_err(|e| e.to_string())
+        };
         assert_eq!(read("500ms"), Ok(500));
         assert_eq!(read(" 5m "), Ok(300_000));
         assert_eq!(read("1h 30m"), Ok(5_400_000));

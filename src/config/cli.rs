@@ -1,5 +1,6 @@
 //! The command line, named as in the Prometheus exporters' conventions.
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
@@ -54,7 +55,7 @@ pub struct Cli {
 }
 
 /// The flags of both the exporter and `backfill` (not of `simulate`, which reads no
-/// configuration): given before `backfill` or after it, they mean the same.
+/// configuration): given before `backfill`, they are passed on to it.
 #[derive(Debug, Clone, Default, Args)]
 pub struct Common {
     /// TOML configuration file.
@@ -75,15 +76,28 @@ pub struct Common {
 }
 
 impl Common {
-    /// These flags, each replaced by `later`'s where `later` gives it.
-    fn then(self, later: Common) -> Common {
-        Common {
-            config_file: later.config_file.or(self.config_file),
-            log_level: later.log_level.or(self.log_level),
-            log_format: later.log_format.or(self.log_format),
-            demo: self.demo || later.demo,
-            target: later.target.or(self.target),
+    /// These flags as they are written on a command line, to pass them on.
+    pub fn to_args(&self) -> Vec<OsString> {
+        let mut args: Vec<OsString> = Vec::new();
+        let mut pass = |flag: &str, value: Option<&std::ffi::OsStr>| {
+            if let Some(value) = value {
+                args.extend([flag.into(), value.to_owned()]);
+            }
+        };
+        pass(
+            "--config.file",
+            self.config_file.as_deref().map(AsRef::as_ref),
+        );
+        pass("--log.level", self.log_level.as_deref().map(AsRef::as_ref));
+        pass(
+            "--log.format",
+            self.log_format.as_deref().map(AsRef::as_ref),
+        );
+        pass("--target", self.target.as_deref().map(AsRef::as_ref));
+        if self.demo {
+            args.push("--demo".into());
         }
+        args
     }
 }
 
@@ -99,16 +113,10 @@ pub const FLAGS: [(&str, &str); 6] = [
 ];
 
 impl Cli {
-    /// The command line of this process; `backfill`'s own [`Common`] flags count as if given
-    /// before it.
+    /// The command line of this process.
     pub fn from_args() -> Cli {
         use clap::Parser as _;
-        let mut cli = Cli::parse();
-        if let Some(Command::Backfill(args)) = &mut cli.command {
-            let given = std::mem::take(&mut args.common);
-            cli.common = std::mem::take(&mut cli.common).then(given);
-        }
-        cli
+        Cli::parse()
     }
 
     /// The value given to each flag of [`FLAGS`], in its order.
@@ -130,8 +138,18 @@ impl Cli {
 pub enum Command {
     /// Write the asset reports' history as OpenMetrics for `promtool tsdb
     /// create-blocks-from openmetrics`, or send it to a remote-write receiver, so Prometheus
-    /// has months of data on day one.
-    Backfill(Box<BackfillArgs>),
+    /// has months of data on day one: runs reputation-exporter-backfill (installed beside this
+    /// binary, or on the PATH) with the flags given; `backfill --help` lists them.
+    #[command(disable_help_flag = true)]
+    Backfill {
+        /// `backfill`'s flags, passed on as given.
+        #[arg(
+            trailing_var_arg = true,
+            allow_hyphen_values = true,
+            value_name = "FLAGS"
+        )]
+        args: Vec<OsString>,
+    },
     /// Serve the simulated API on its own (what --demo polls), to try a configuration or the
     /// README's "Run it for real" without an account: prints its base URL and serves until
     /// stopped. Its token is demo-token.
@@ -154,85 +172,4 @@ pub struct SimulateArgs {
     /// How long each asset report takes to answer, e.g. 50ms.
     #[arg(long = "report-latency", value_name = "DURATION", default_value = "0s")]
     pub report_latency: String,
-}
-
-/// `backfill`'s flags.
-#[derive(Debug, Clone, Args)]
-pub struct BackfillArgs {
-    /// The configuration, the account and the log, as for the exporter.
-    #[command(flatten)]
-    pub common: Common,
-    /// The OpenMetrics file to write (written under another name and renamed when complete).
-    #[arg(
-        long,
-        value_name = "FILE",
-        required_unless_present = "url",
-        conflicts_with = "url"
-    )]
-    pub output: Option<PathBuf>,
-    /// Where to send the history instead of a file: a remote-write receiver.
-    #[command(flatten)]
-    pub remote_write: RemoteWriteArgs,
-    /// Leave out samples older than this: a duration back from now (90d) or a date
-    /// (2026-01-01) [default: all the history the API returns].
-    #[arg(long, value_name = "DURATION|DATE")]
-    pub since: Option<String>,
-    /// A label on every series, NAME=VALUE, e.g. job=reputation (repeatable): give the job and
-    /// instance Prometheus gives the live series, so history and live data are one series.
-    #[arg(long = "label", value_name = "NAME=VALUE")]
-    pub labels: Vec<String>,
-    /// Leave out samples this recent, so the blocks do not overlap Prometheus' head block
-    /// (promtool's advice); 0s keeps everything.
-    #[arg(long = "skip-recent", value_name = "DURATION", default_value = "3h")]
-    pub skip_recent: String,
-}
-
-/// `backfill`'s remote-write flags.
-#[derive(Debug, Clone, Default, Args)]
-pub struct RemoteWriteArgs {
-    /// Send the history to this remote-write receiver (Prometheus remote-write 1.0) instead of
-    /// writing a file, e.g. http://prometheus:9090/api/v1/write.
-    #[arg(long = "remote-write", value_name = "URL")]
-    pub url: Option<String>,
-    /// A header on every remote-write request, 'NAME: VALUE' (repeatable), e.g.
-    /// 'X-Scope-OrgID: mail' for a Mimir tenant.
-    #[arg(
-        long = "remote-write.header",
-        value_name = "NAME: VALUE",
-        requires = "url"
-    )]
-    pub headers: Vec<String>,
-    /// A file holding the receiver's bearer token.
-    #[arg(
-        long = "remote-write.bearer-token-file",
-        value_name = "FILE",
-        requires = "url",
-        conflicts_with = "basic_auth_username"
-    )]
-    pub bearer_token_file: Option<PathBuf>,
-    /// The user name of the receiver's basic authentication.
-    #[arg(
-        long = "remote-write.basic-auth-username",
-        value_name = "NAME",
-        requires = "url",
-        requires = "basic_auth_password_file"
-    )]
-    pub basic_auth_username: Option<String>,
-    /// A file holding the password of the receiver's basic authentication.
-    #[arg(
-        long = "remote-write.basic-auth-password-file",
-        value_name = "FILE",
-        requires = "basic_auth_username"
-    )]
-    pub basic_auth_password_file: Option<PathBuf>,
-    /// The CA certificates (PEM) that sign the receiver's certificate, instead of the system's.
-    #[arg(long = "remote-write.ca-file", value_name = "FILE", requires = "url")]
-    pub ca_file: Option<PathBuf>,
-    /// How long one request may take.
-    #[arg(
-        long = "remote-write.timeout",
-        value_name = "DURATION",
-        default_value = "30s"
-    )]
-    pub timeout: String,
 }

@@ -30,10 +30,10 @@ use crate::upstream::auth::{self, TokenError};
 use crate::upstream::retry::RetryPolicy;
 use crate::upstream::{Client, ClientError, ClientOptions, InProcess};
 use crate::vocabulary::{Endpoint, Secret};
-use crate::web_config::WebConfigFile;
 pub use cli::Cli;
 pub use env::ENV_PREFIX;
 use env::RawEnv;
+use exporter_web::WebConfigFile;
 pub use settings::Settings;
 
 /// A configuration the exporter refuses: every problem found in one pass, each naming its
@@ -151,7 +151,7 @@ impl AccountConfig {
             Source::Remote {
                 token, token_file, ..
             } => (token.clone(), token_file.clone()),
-            Source::Demo => (Secret::new(crate::demo::DEMO_TOKEN), None),
+            Source::Demo => (Secret::new(reputation_simulate::DEMO_TOKEN), None),
         };
         let options = ClientOptions {
             base_url,
@@ -296,11 +296,33 @@ impl PartialEq for Source {
     }
 }
 
-/// The account a target names (`--target`, `/probe?target=`, `backfill --target`) among
-/// `names` (in configuration order; `None` is the one account of `[api]` or `--demo`);
-/// without a target, the one account of a single-account exporter. The error is the message.
-pub fn resolve(names: &[Option<&str>], target: Option<&str>) -> Result<usize, String> {
-    let listed = || {
+/// Why a target names no account (`--target`, `/probe?target=`, `backfill --target`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TargetError {
+    /// Several accounts, and no target to choose one.
+    #[error("several accounts are configured: give --target NAME, one of {accounts}")]
+    Missing {
+        /// The accounts' names, comma-separated.
+        accounts: String,
+    },
+    /// A target given where the one account is `[api]`.
+    #[error("--target {0}: the one account is in [api]; leave --target out")]
+    NotNeeded(String),
+    /// A target that is no account's name (shown to 64 characters).
+    #[error("unknown target `{target}`: one of {accounts}")]
+    Unknown {
+        /// The target, shortened.
+        target: String,
+        /// The accounts' names, comma-separated.
+        accounts: String,
+    },
+}
+
+/// The account a target names among `names` (in configuration order; `None` is the one
+/// account of `[api]` or `--demo`); without a target, the one account of a single-account
+/// exporter.
+pub fn resolve(names: &[Option<&str>], target: Option<&str>) -> Result<usize, TargetError> {
+    let accounts = || {
         names
             .iter()
             .flatten()
@@ -311,17 +333,19 @@ pub fn resolve(names: &[Option<&str>], target: Option<&str>) -> Result<usize, St
     let single = matches!(names, [None]);
     match (target, single) {
         (None, true) => Ok(0),
-        (None, false) => Err(format!(
-            "several accounts are configured: give --target NAME, one of {}",
-            listed()
-        )),
-        (Some(name), true) => Err(format!(
-            "--target {name}: the one account is in [api]; leave --target out"
-        )),
-        (Some(name), false) => names.iter().position(|n| *n == Some(name)).ok_or_else(|| {
-            let shown: String = name.chars().take(64).collect();
-            format!("unknown target `{shown}`: one of {}", listed())
+        (None, false) => Err(TargetError::Missing {
+            accounts: accounts(),
         }),
+        (Some(name), true) => Err(TargetError::NotNeeded(name.to_owned())),
+        (Some(name), false) => {
+            names
+                .iter()
+                .position(|n| *n == Some(name))
+                .ok_or_else(|| TargetError::Unknown {
+                    target: name.chars().take(64).collect(),
+                    accounts: accounts(),
+                })
+        }
     }
 }
 
@@ -354,7 +378,7 @@ impl Config {
     }
 
     /// The configuration of the account a target names: see [`resolve`].
-    pub fn account(&self, target: Option<&str>) -> Result<&AccountConfig, String> {
+    pub fn account(&self, target: Option<&str>) -> Result<&AccountConfig, TargetError> {
         let names: Vec<Option<&str>> = self.accounts.iter().map(|a| a.name.as_deref()).collect();
         resolve(&names, target).map(|i| &self.accounts[i])
     }

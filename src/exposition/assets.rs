@@ -3,8 +3,10 @@
 //! the backfill file and the README's metric tables are derived from or checked against it, so
 //! a new metric is one entry here plus its test.
 
+#[cfg(test)]
+use super::Rendered;
 use super::piece::Piece;
-use super::{Family, MetricType, Rendered, SampleWriter};
+use super::{Family, MetricType, SampleWriter};
 use crate::model::{Asset, Report, Reports};
 use crate::vocabulary::{Kind, SndsColour};
 
@@ -395,7 +397,8 @@ impl ListRenderer {
 }
 
 /// The sample lines of one list's assets, as a [`ListRenderer`] writes them.
-pub fn render_list(assets: &[Asset]) -> Vec<Vec<Piece>> {
+#[cfg(test)]
+pub(crate) fn render_list(assets: &[Asset]) -> Vec<Vec<Piece>> {
     let mut renderer = ListRenderer::default();
     for asset in assets {
         renderer.push(asset);
@@ -432,7 +435,8 @@ fn render_reports(list: &ListSamples<'_>, reports: &Reports) -> Vec<Vec<Piece>> 
 /// The per-asset body of these lists in both formats (no `# EOF`): each list's rendered
 /// samples, shared, between the family headers; and the report families when there are
 /// reports.
-pub fn render(lists: &[ListSamples<'_>], reports: Option<&Reports>) -> Rendered {
+#[cfg(test)]
+pub(crate) fn render(lists: &[ListSamples<'_>], reports: Option<&Reports>) -> Rendered {
     Rendered::assemble(families(lists, reports))
 }
 
@@ -522,7 +526,7 @@ mod tests {
         reports.set(
             Kind::Ip,
             "192.0.2.1".into(),
-            Some(Report {
+            Report {
                 tags: vec!["outbound".into()],
                 listings: vec![Listing {
                     blacklist: "Spamhaus SBL".into(),
@@ -533,7 +537,8 @@ mod tests {
                 named: 1,
                 senderscore_updated: Some(1_700_000_001.0),
                 ..Report::default()
-            }),
+            },
+            tokio::time::Instant::now(),
         );
         let list = ListSamples {
             kind: Kind::Ip,

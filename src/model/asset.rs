@@ -8,7 +8,7 @@ use std::collections::HashSet;
 use super::report::Blacklisting;
 use crate::upstream::BodyDecoder;
 use crate::upstream::dto::{self, Convert, DecodeError, ListDecoder, Loose, NamedItem, Rejected};
-use crate::vocabulary::{Kind, SndsColour, Unrecognized};
+use crate::vocabulary::{Field, Kind, SndsColour, Unrecognized};
 
 /// One monitored IP address or domain, with every value already mapped to a sample or none.
 #[derive(Debug, Clone, PartialEq)]
@@ -62,49 +62,48 @@ impl Asset {
         let NamedItem { name, item } = named;
         let out = unrecognized;
         let senderscore_change = number(
-            "senderscore_change",
+            Field::SenderscoreChange,
             &item.senderscore_change.last_check,
             out,
         );
-        let blacklistings = number("blacklisted", &item.blacklisted, out);
+        let blacklistings = number(Field::Blacklisted, &item.blacklisted, out);
         let blacklistings_change = number(
-            "blacklisted_change",
+            Field::BlacklistedChange,
             &item.blacklisted_change.last_check,
             out,
         );
         let snds_blocked_change = number(
-            "snds_blocked_change",
+            Field::SndsBlockedChange,
             &item.snds_blocked_change.last_check,
             out,
         );
         let snds_reputation_change = number(
-            "snds_reputation_change",
+            Field::SndsReputationChange,
             &item.snds_reputation_change.last_check,
             out,
         );
         let domain_ips = match (&item.ips, kind) {
             (Loose::Null, _) | (_, Kind::Ip) => None,
             (Loose::Array(len), Kind::Domain) => Some(*len as f64),
-            (other, Kind::Domain) => number("ips", other, out),
+            (other, Kind::Domain) => number(Field::Ips, other, out),
         };
         let snds_blocked = match &item.snds_blocked {
-            Loose::Text(text) => {
-                blocked_from_text(text).or_else(|| report("snds_blocked", &item.snds_blocked, out))
-            }
-            other => number("snds_blocked", other, out),
+            Loose::Text(text) => blocked_from_text(text)
+                .or_else(|| report(Field::SndsBlocked, &item.snds_blocked, out)),
+            other => number(Field::SndsBlocked, other, out),
         };
         let (snds_reputation, snds_reputation_value) = match &item.snds_reputation {
             Loose::Text(text) => {
                 let colour = colour_from_text(text);
                 if colour.is_none() {
-                    report::<()>("snds_reputation", &item.snds_reputation, out);
+                    report::<()>(Field::SndsReputation, &item.snds_reputation, out);
                 }
                 (colour, None)
             }
-            other => (None, number("snds_reputation", other, out)),
+            other => (None, number(Field::SndsReputation, other, out)),
         };
 
-        let hostnames = label_values(item.hosts, max_labels, "hosts", &name, out);
+        let hostnames = label_values(item.hosts, max_labels, Field::Hosts, &name, out);
         Asset {
             kind,
             name,
@@ -125,7 +124,7 @@ impl Asset {
 }
 
 /// A number or boolean as it is; null as no sample; anything else reported.
-fn number(field: &'static str, value: &Loose, out: &mut Vec<Unrecognized>) -> Option<f64> {
+fn number(field: Field, value: &Loose, out: &mut Vec<Unrecognized>) -> Option<f64> {
     match value {
         Loose::Null => None,
         Loose::Bool(b) => Some(f64::from(u8::from(*b))),
@@ -135,7 +134,7 @@ fn number(field: &'static str, value: &Loose, out: &mut Vec<Unrecognized>) -> Op
 }
 
 /// Records a value that cannot be mapped; always `None`, the sample it does not give.
-fn report<T>(field: &'static str, value: &Loose, out: &mut Vec<Unrecognized>) -> Option<T> {
+fn report<T>(field: Field, value: &Loose, out: &mut Vec<Unrecognized>) -> Option<T> {
     out.push(Unrecognized::new(field, describe(value)));
     None
 }
@@ -150,7 +149,7 @@ pub const MAX_LABEL_BYTES: usize = 1024;
 pub fn label_values(
     values: Vec<String>,
     max: usize,
-    field: &'static str,
+    field: Field,
     asset: &str,
     out: &mut Vec<Unrecognized>,
 ) -> Vec<String> {
@@ -304,7 +303,7 @@ impl<S: AssetSink> Convert<()> for ToAsset<S> {
 /// `ip-list` or `domain-list` decoded as its bytes arrive, each item mapped and handed to the
 /// sink as soon as it is decoded; the caller decides with [`DecodedAssets::refusal`] whether
 /// the result may stand for the fleet, after counting what was rejected.
-pub struct AssetDecoder<S = AssetSet>(ListDecoder<'static, ToAsset<S>, ()>);
+pub struct AssetDecoder<S = AssetSet>(ListDecoder<ToAsset<S>, ()>);
 
 impl<S: AssetSink> AssetDecoder<S> {
     /// A decoder of one list of `kind` into `sink`, at most `max_labels` host names per asset.
@@ -315,7 +314,7 @@ impl<S: AssetSink> AssetDecoder<S> {
             unrecognized: Vec::new(),
             sink,
         };
-        AssetDecoder(ListDecoder::new(kind.name_field(), to_asset))
+        AssetDecoder(ListDecoder::new(kind, to_asset))
     }
 }
 
@@ -446,7 +445,7 @@ mod tests {
         assert_eq!(asset.snds_reputation, None);
         assert_eq!(asset.snds_blocked_change, None);
         assert_eq!(asset.domain_ips, None);
-        let fields: Vec<_> = unrecognized.iter().map(|u| u.field).collect();
+        let fields: Vec<_> = unrecognized.iter().map(|u| u.field.label()).collect();
         assert_eq!(
             fields,
             [
@@ -489,12 +488,12 @@ mod tests {
         hosts.insert(1, "x".repeat(MAX_LABEL_BYTES + 1));
         hosts.insert(2, "h0.example".into());
         let mut out = Vec::new();
-        let kept = label_values(hosts, 64, "hosts", "192.0.2.1", &mut out);
+        let kept = label_values(hosts, 64, Field::Hosts, "192.0.2.1", &mut out);
         assert_eq!(kept.len(), 64);
         assert_eq!(kept[0], "h0.example");
         assert_eq!(kept[1], "h1.example");
         assert_eq!(out.len(), 1);
-        assert_eq!(out[0].field, "hosts");
+        assert_eq!(out[0].field, Field::Hosts);
         assert_eq!(out[0].count, 200_000 - 64 + 1);
         assert!(
             out[0]

@@ -5,12 +5,12 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use jiff::tz::TimeZone;
+use tokio::time::Instant;
 
 use super::asset::label_values;
 use crate::upstream::date;
 use crate::upstream::dto::{AssetReport, Loose};
-use crate::vocabulary::Kind;
-use crate::vocabulary::Unrecognized;
+use crate::vocabulary::{Field, Kind, Unrecognized};
 
 /// What an asset report adds to an asset.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -68,22 +68,31 @@ pub struct Listing {
     pub since: Option<f64>,
 }
 
-/// The latest report of every reported asset, per kind, keyed by asset name.
+/// The latest report of every reported asset, per kind, keyed by asset name, with when each
+/// was fetched (for `metrics.max_age`).
 #[derive(Debug, Clone, Default)]
 pub struct Reports {
-    ips: HashMap<String, Arc<Report>>,
-    domains: HashMap<String, Arc<Report>>,
+    ips: HashMap<String, Held>,
+    domains: HashMap<String, Held>,
+}
+
+/// One report and when it was fetched.
+#[derive(Debug, Clone)]
+struct Held {
+    /// Shared by the snapshots that serve it.
+    report: Arc<Report>,
+    fetched: Instant,
 }
 
 impl Reports {
-    fn map(&self, kind: Kind) -> &HashMap<String, Arc<Report>> {
+    fn map(&self, kind: Kind) -> &HashMap<String, Held> {
         match kind {
             Kind::Ip => &self.ips,
             Kind::Domain => &self.domains,
         }
     }
 
-    fn map_mut(&mut self, kind: Kind) -> &mut HashMap<String, Arc<Report>> {
+    fn map_mut(&mut self, kind: Kind) -> &mut HashMap<String, Held> {
         match kind {
             Kind::Ip => &mut self.ips,
             Kind::Domain => &mut self.domains,
@@ -92,25 +101,35 @@ impl Reports {
 
     /// The report of one asset.
     pub fn get(&self, kind: Kind, name: &str) -> Option<&Report> {
-        self.map(kind).get(name).map(|r| &**r)
+        self.map(kind).get(name).map(|held| &*held.report)
     }
 
-    /// Stores (or with `None` removes) the report of one asset.
-    pub fn set(&mut self, kind: Kind, name: String, report: Option<Report>) {
-        match report {
-            Some(report) => {
-                self.map_mut(kind).insert(name, Arc::new(report));
-            }
-            None => {
-                self.map_mut(kind).remove(&name);
-            }
-        }
+    /// Stores the report of one asset, fetched at `fetched`.
+    pub fn set(&mut self, kind: Kind, name: String, report: Report, fetched: Instant) {
+        let report = Arc::new(report);
+        self.map_mut(kind).insert(name, Held { report, fetched });
+    }
+
+    /// Removes the report of one asset.
+    pub fn remove(&mut self, kind: Kind, name: &str) {
+        self.map_mut(kind).remove(name);
     }
 
     /// Keeps only the reports of assets for which `keep` holds.
     pub fn retain(&mut self, mut keep: impl FnMut(Kind, &str) -> bool) {
         self.ips.retain(|name, _| keep(Kind::Ip, name));
         self.domains.retain(|name, _| keep(Kind::Domain, name));
+    }
+
+    /// Every asset with a report, and when that report was fetched.
+    pub fn fetched(&self) -> impl Iterator<Item = (Kind, &str, Instant)> {
+        let ips = self.ips.iter().map(|(name, held)| (Kind::Ip, name, held));
+        let domains = self
+            .domains
+            .iter()
+            .map(|(name, held)| (Kind::Domain, name, held));
+        ips.chain(domains)
+            .map(|(kind, name, held)| (kind, name.as_str(), held.fetched))
     }
 
     /// Number of reports held.
@@ -159,11 +178,11 @@ impl Report {
         let tags = label_values(
             std::mem::take(&mut dto.tags),
             max_labels,
-            "tags",
+            Field::Tags,
             name,
             unrecognized,
         );
-        let mut parse = |field: &'static str, text: &str| {
+        let mut parse = |field: Field, text: &str| {
             let parsed = date::parse(text, zone);
             if parsed.is_none() {
                 unrecognized.push(Unrecognized::new(
@@ -179,7 +198,7 @@ impl Report {
         // and the sort is stable).
         let mut events: HashMap<&str, Vec<(f64, bool)>> = HashMap::new();
         for event in dto.blacklist_history.iter().rev() {
-            let Some(at) = parse("blacklist_history.date", &event.date) else {
+            let Some(at) = parse(Field::BlacklistHistoryDate, &event.date) else {
                 continue;
             };
             let listed = event.status.trim().eq_ignore_ascii_case("listed");
@@ -203,7 +222,7 @@ impl Report {
             .senderscore_history
             .iter()
             .filter_map(|e| e.date.as_deref())
-            .filter_map(|d| parse("senderscore_history.date", d))
+            .filter_map(|d| parse(Field::SenderscoreHistoryDate, d))
             .reduce(f64::max);
 
         Report {
@@ -277,7 +296,7 @@ mod tests {
         assert_eq!(report.tags, ["team-a", "bulk"]);
         assert_eq!(report.senderscore_updated, Some(nov(21, 10)));
         assert_eq!(unrecognized.len(), 1);
-        assert_eq!(unrecognized[0].field, "blacklist_history.date");
+        assert_eq!(unrecognized[0].field, Field::BlacklistHistoryDate);
     }
 
     #[test]

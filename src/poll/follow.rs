@@ -12,6 +12,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+use indexmap::IndexSet;
 use tokio::sync::Notify;
 
 use super::selection::Selection;
@@ -34,8 +35,9 @@ struct State {
     /// Until the first round has ended, every listed asset lacks a report: the round fetches
     /// them all anyway, so nothing is followed before.
     armed: bool,
-    /// To be fetched, in the order the lists found them, each once.
-    pending: Vec<(Kind, String)>,
+    /// To be fetched, in the order the lists found them, each once: a set, so that a change
+    /// of every asset at once queues in time proportional to the fleet, not its square.
+    pending: IndexSet<(Kind, String)>,
     /// What the list said when each asset still in disagreement was last asked for: not asked
     /// again until the list says something else. Only assets whose report disagrees with
     /// their list are here.
@@ -91,8 +93,7 @@ impl FollowUps {
                 continue;
             }
             state.asked.insert(key.clone(), listed);
-            if !state.pending.contains(&key) {
-                state.pending.push(key);
+            if state.pending.insert(key) {
                 queued += 1;
             }
         }
@@ -109,7 +110,7 @@ impl FollowUps {
             let notified = self.added.notified();
             let pending = std::mem::take(&mut self.state().pending);
             if !pending.is_empty() {
-                return pending;
+                return pending.into_iter().collect();
             }
             notified.await;
         }
@@ -220,7 +221,12 @@ mod tests {
                 blacklisting: *blacklisting,
                 ..Report::default()
             };
-            reports.set(Kind::Ip, (*name).to_owned(), Some(report));
+            reports.set(
+                Kind::Ip,
+                (*name).to_owned(),
+                report,
+                tokio::time::Instant::now(),
+            );
         }
         Arc::new(reports)
     }

@@ -91,7 +91,7 @@ fn rejected_counts(rejected: &Rejected) -> Vec<Unrecognized> {
         .by_field
         .iter()
         .map(|(field, count)| Unrecognized {
-            field,
+            field: *field,
             value: "an invalid list item".into(),
             count: *count,
         })

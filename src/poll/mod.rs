@@ -119,7 +119,7 @@ impl Poller {
             // Rebuilding the snapshot walks every asset: off the async workers.
             let store = self.account.store.clone();
             let now = Instant::now();
-            let _ = crate::task::spawn_blocking(move || store.expire(now)).await;
+            let _ = exporter_web::task::spawn_blocking(move || store.expire(now)).await;
             if Instant::now() >= due {
                 return;
             }
@@ -318,9 +318,10 @@ impl Poller {
 
         let (builder, behind) = set.finish();
         let store = self.account.store.clone();
-        let replaced =
-            crate::task::spawn_blocking(move || store.replace(kind, builder.finish(), fetched))
-                .await;
+        let replaced = exporter_web::task::spawn_blocking(move || {
+            store.replace(kind, builder.finish(), fetched)
+        })
+        .await;
         match replaced {
             Ok(()) => {}
             // The runtime is shutting down.
@@ -335,7 +336,7 @@ impl Poller {
         }
         for value in self.account.telemetry.unrecognized(unrecognized) {
             warn!(
-                field = value.field,
+                field = value.field.label(),
                 value = %value.value,
                 "a value from the API cannot be mapped; it is counted in \
                  reputation_unrecognized_values_total and gives no sample"

@@ -220,7 +220,7 @@ impl ReportPoller {
         let selected: HashSet<(Kind, String)> = targets.iter().cloned().collect();
         // Rebuilding the snapshot walks every asset: off the async workers.
         let store = self.account.store.clone();
-        let _ = crate::task::spawn_blocking(move || {
+        let _ = exporter_web::task::spawn_blocking(move || {
             store.retain_reports(|kind, name| selected.contains(&(kind, name.to_owned())));
         })
         .await;
@@ -340,7 +340,7 @@ impl ReportPoller {
     fn publish(&self, batch: Vec<(Kind, String, Option<Report>)>) -> JoinHandle<Duration> {
         let store = self.account.store.clone();
         let fetched = Instant::now();
-        crate::task::spawn_blocking(move || {
+        exporter_web::task::spawn_blocking(move || {
             let rebuilding = std::time::Instant::now();
             store.apply_reports(batch, fetched);
             rebuilding.elapsed()
@@ -373,7 +373,7 @@ impl ReportPoller {
                 for value in self.account.telemetry.unrecognized(unrecognized) {
                     warn!(
                         asset = name,
-                        field = value.field,
+                        field = value.field.label(),
                         value = %value.value,
                         "a date in an asset report cannot be read; counted and skipped"
                     );

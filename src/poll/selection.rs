@@ -14,11 +14,16 @@ pub struct Shard {
     pub count: u64,
 }
 
+/// A written `asset_reports.shard` that is not `N/M` with 1 <= N <= M.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{0}` is not of the form N/M with 1 <= N <= M, e.g. 2/3")]
+pub struct ShardError(String);
+
 impl FromStr for Shard {
-    type Err = String;
+    type Err = ShardError;
 
     fn from_str(text: &str) -> Result<Self, Self::Err> {
-        let wrong = || format!("`{text}` is not of the form N/M with 1 <= N <= M, e.g. 2/3");
+        let wrong = || ShardError(text.to_owned());
         let (index, count) = text.trim().split_once('/').ok_or_else(wrong)?;
         let index: u64 = index.trim().parse().map_err(|_| wrong())?;
         let count: u64 = count.trim().parse().map_err(|_| wrong())?;

@@ -154,7 +154,9 @@ async fn respond(
         snapshot.gzip_of(shard, format).clone()
     } else {
         let snapshot = snapshot.clone();
-        match crate::task::spawn_blocking(move || snapshot.gzip_of(shard, format).clone()).await {
+        match exporter_web::task::spawn_blocking(move || snapshot.gzip_of(shard, format).clone())
+            .await
+        {
             Ok(prefix) => prefix,
             Err(_) => return StatusCode::INTERNAL_SERVER_ERROR.into_response(),
         }

@@ -1,13 +1,9 @@
 //! The exporter's HTTP interface: the router and what it serves ([`metrics`], the [`landing`]
-//! page, health and readiness), behind [`auth`], on the sockets of [`listener`].
+//! page, health and readiness), served by `exporter_web::serve` behind the web configuration.
 
-mod auth;
 mod body;
-pub mod connections;
 mod landing;
-mod listener;
 pub mod metrics;
-mod sockets;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,12 +18,11 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tower_http::timeout::TimeoutLayer;
 use tracing::instrument::WithSubscriber as _;
 
-use crate::accounts::Accounts;
+use crate::accounts::{AccountError, Accounts, Changes};
+use crate::config::ConfigError;
 use crate::telemetry::ProcessMetrics;
-use crate::web_config::WebConfigFile;
-pub use connections::{max_connections, raise_open_file_limit};
-use listener::{TlsListener, bounded};
-pub use sockets::{Passed, SocketError, Sockets};
+use exporter_web::WebConfigFile;
+pub use exporter_web::{Passed, SocketError, Sockets, max_connections, raise_open_file_limit};
 
 /// Longest time a request may take; keeps shutdown from hanging on a stuck client.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
@@ -53,17 +48,34 @@ pub struct AppState {
     pub reload: mpsc::Sender<ReloadRequest>,
 }
 
+/// Why a reload was refused; the running configuration stays.
+#[derive(Debug, thiserror::Error)]
+pub enum ReloadError {
+    /// The exporter was built without a source to read the configuration from again.
+    #[error("this exporter was started without a configuration to read again")]
+    NoSource,
+    /// The configuration read is not valid.
+    #[error(transparent)]
+    Invalid(ConfigError),
+    /// The accounts of the new configuration could not be set up.
+    #[error(transparent)]
+    Accounts(#[from] AccountError),
+}
+
+/// What a reload did: what changed, or why the configuration was refused.
+pub type ReloadOutcome = Result<Changes, ReloadError>;
+
 /// A request to read the configuration again and apply it; the reply says what changed, or
 /// why the configuration was refused.
 #[derive(Debug)]
 pub struct ReloadRequest {
     /// Where the outcome goes.
-    pub reply: oneshot::Sender<Result<String, String>>,
+    pub reply: oneshot::Sender<ReloadOutcome>,
 }
 
 impl ReloadRequest {
     /// A request, and the receiver of its outcome.
-    pub fn new() -> (ReloadRequest, oneshot::Receiver<Result<String, String>>) {
+    pub fn new() -> (ReloadRequest, oneshot::Receiver<ReloadOutcome>) {
         let (reply, outcome) = oneshot::channel();
         (ReloadRequest { reply }, outcome)
     }
@@ -91,10 +103,6 @@ pub fn router(state: AppState) -> Router {
             StatusCode::REQUEST_TIMEOUT,
             REQUEST_TIMEOUT,
         ))
-        .layer(axum::middleware::from_fn_with_state(
-            state.web.clone(),
-            auth::guard,
-        ))
         .layer(axum::middleware::from_fn(
             move |request: Request, next: Next| next.run(request).with_subscriber(dispatch.clone()),
         ))
@@ -103,7 +111,7 @@ pub fn router(state: AppState) -> Router {
 
 /// Serves the exporter on `sockets` until `shutdown` completes, then lets open requests
 /// finish, with at most `max_connections` connections open at once (see [`max_connections`]
-/// for the default). TLS when the web configuration file turns it on.
+/// for the default), behind the web configuration (TLS, basic auth, headers, rate limit).
 pub async fn serve(
     sockets: Sockets,
     state: AppState,
@@ -111,27 +119,7 @@ pub async fn serve(
     max_connections: usize,
 ) -> std::io::Result<()> {
     let web = state.web.clone();
-    let app = router(state);
-    // Requests and handshakes look for changes too; this reloads (and reports a bad change)
-    // when no client comes. It stops when the set is dropped, however serving ends.
-    let mut watch = tokio::task::JoinSet::new();
-    if web.path().is_some() {
-        let web = web.clone();
-        crate::task::spawn_into(&mut watch, async move {
-            let mut ticks = tokio::time::interval(crate::web_config::RECHECK);
-            loop {
-                ticks.tick().await;
-                web.current();
-            }
-        });
-    }
-    if web.current().tls.is_some() {
-        let listener = TlsListener::spawn(sockets, web, max_connections)?;
-        connections::accept(listener, app, shutdown).await;
-    } else {
-        connections::accept(bounded(sockets, max_connections), app, shutdown).await;
-    }
-    Ok(())
+    exporter_web::serve(router(state), web, sockets, shutdown, max_connections).await
 }
 
 async fn healthy() -> &'static str {
@@ -168,7 +156,7 @@ async fn reload(State(state): State<AppState>) -> (StatusCode, String) {
         );
     }
     match outcome.await {
-        Ok(Ok(changes)) => (StatusCode::OK, changes),
+        Ok(Ok(changes)) => (StatusCode::OK, format!("{changes}\n")),
         Ok(Err(reason)) => (StatusCode::BAD_REQUEST, format!("{reason}\n")),
         Err(_) => (
             StatusCode::SERVICE_UNAVAILABLE,

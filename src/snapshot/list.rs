@@ -15,7 +15,7 @@ pub const WORST_KEPT: usize = 100;
 /// [`piece`](crate::exposition::piece)): about 400,000 assets. A list that size or larger
 /// is served while the next poll renders it again; kept as it is served, it would be held
 /// twice meanwhile. Below it, a list stays as it is served, the fastest to scrape.
-pub const PACK_ABOVE: usize = 256 << 20;
+pub(super) const PACK_ABOVE: usize = 256 << 20;
 
 /// One list as served: the sample lines of its assets per family, their names, and the worst
 /// of them for the landing page. The assets themselves are dropped once rendered, so a list
@@ -147,7 +147,8 @@ impl ListBuilder {
     }
 
     /// The same builder, packing once more than `bytes` of lines are written.
-    pub fn packing_above(mut self, bytes: usize) -> Self {
+    #[cfg(test)]
+    pub(crate) fn packing_above(mut self, bytes: usize) -> Self {
         self.pack_above = bytes;
         self
     }

@@ -375,7 +375,7 @@ mod tests {
                 tags: vec!["pool-a".into()],
                 ..Default::default()
             };
-            reports.set(kind, name.clone(), Some(report));
+            reports.set(kind, name.clone(), report, tokio::time::Instant::now());
         }
         Snapshot::build(
             part(Kind::Ip, ips),

@@ -27,7 +27,7 @@ use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
 use crate::health::Health;
-use crate::vocabulary::{Code, Endpoint, Kind, Unrecognized};
+use crate::vocabulary::{Code, Endpoint, Field, Kind, Unrecognized};
 
 /// Upper bounds of the request latency histogram, in seconds.
 const LATENCY_BUCKETS: [f64; 11] = [0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0];
@@ -105,7 +105,7 @@ pub struct Telemetry {
     account: Arc<AccountInfo>,
     /// Unrecognized values already logged. A std mutex: held for a set insert, never across
     /// an `.await`.
-    logged_values: Mutex<HashSet<(&'static str, String)>>,
+    logged_values: Mutex<HashSet<(Field, String)>>,
 }
 
 impl Telemetry {
@@ -129,7 +129,8 @@ impl Telemetry {
                 endpoint: *endpoint,
             });
         }
-        for field in Unrecognized::FIELDS {
+        for field in Field::ALL {
+            let field = field.label();
             let _ = telemetry.unrecognized.get_or_create(&FieldLabels { field });
         }
         telemetry.register(health)
@@ -198,7 +199,9 @@ impl Telemetry {
         let mut new = Vec::new();
         for value in values {
             self.unrecognized
-                .get_or_create(&FieldLabels { field: value.field })
+                .get_or_create(&FieldLabels {
+                    field: value.field.label(),
+                })
                 .inc_by(value.count);
             if logged.len() < MAX_REMEMBERED_VALUES
                 && logged.insert((value.field, value.value.clone()))
@@ -483,7 +486,7 @@ mod tests {
     #[test]
     fn an_unrecognized_value_is_counted_every_time_and_returned_for_logging_once() {
         let (_, t) = telemetry(&[]);
-        let value = || Unrecognized::new("snds_blocked", "\"maybe\"");
+        let value = || Unrecognized::new(Field::SndsBlocked, "\"maybe\"");
         assert_eq!(t.unrecognized(vec![value()]).len(), 1);
         assert_eq!(t.unrecognized(vec![value(), value()]).len(), 0);
         assert!(

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use reqwest::header::HeaderValue;
 
-use crate::file_watch::{Change, Watched, stamps};
 use crate::vocabulary::Secret;
+use exporter_web::file_watch::{Change, Watched, stamps};
 
 /// Why a token cannot be used. Messages never hold the token.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -115,14 +115,16 @@ impl Body<'_> {
                         (decoder, Ok(())) => decoder.finish(),
                         (_, Err(e)) => Err(e),
                     };
-                    return joined(crate::task::spawn_blocking(finish).await);
+                    return joined(exporter_web::task::spawn_blocking(finish).await);
                 }
                 if batch.is_empty() {
                     idle = Some(decoder);
                 } else {
                     let batch = std::mem::take(&mut batch);
                     size = 0;
-                    decoding = Some(crate::task::spawn_blocking(move || feed(decoder, batch)));
+                    decoding = Some(exporter_web::task::spawn_blocking(move || {
+                        feed(decoder, batch)
+                    }));
                 }
             }
             tokio::select! {

@@ -70,28 +70,6 @@ pub fn parse(text: &str, zone: &TimeZone) -> Option<f64> {
     Some(zoned.timestamp().as_second() as f64)
 }
 
-/// Writes Unix seconds as an API date in UTC (minutes; seconds are dropped).
-pub fn format_utc(seconds: i64) -> Option<String> {
-    let timestamp = jiff::Timestamp::from_second(seconds).ok()?;
-    let civil = timestamp.to_zoned(TimeZone::UTC).datetime();
-    let (hour12, half) = match civil.hour() {
-        0 => (12, "am"),
-        h @ 1..=11 => (h, "am"),
-        12 => (12, "pm"),
-        h => (h - 12, "pm"),
-    };
-    Some(format!(
-        "{}{} {} {:04} {:02}:{:02}{}",
-        civil.day(),
-        suffix(civil.day()),
-        MONTHS[(civil.month() - 1) as usize],
-        civil.year(),
-        hour12,
-        civil.minute(),
-        half
-    ))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -193,7 +171,7 @@ mod tests {
         fn formatting_then_parsing_gives_the_same_minute(minutes in 0i64..(200 * 366 * 24 * 60)) {
             // Any minute from 1970 to about 2170.
             let seconds = minutes * 60;
-            let text = format_utc(seconds).unwrap();
+            let text = reputation_simulate::date::api_date(seconds).unwrap();
             prop_assert_eq!(utc(&text), Some(seconds as f64), "{}", text);
         }
     }

@@ -14,7 +14,7 @@ use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 
 use super::json_array::ArraySplitter;
-use crate::vocabulary::Unrecognized;
+use crate::vocabulary::{Field, Kind};
 
 /// A JSON value of a field whose type the API does not define.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -349,16 +349,16 @@ pub struct Rejected {
     pub first: Vec<DecodeError>,
     /// How many failed on each field (the `field` label of
     /// `reputation_unrecognized_values_total`; `item` for an element that is no item at all).
-    pub by_field: BTreeMap<&'static str, u64>,
+    pub by_field: BTreeMap<Field, u64>,
 }
 
 impl Rejected {
     /// Reasons kept for the log.
     pub const KEPT: usize = 5;
 
-    fn push(&mut self, error: DecodeError) {
+    fn push(&mut self, field: Field, error: DecodeError) {
         self.count += 1;
-        *self.by_field.entry(item_field(&error.path)).or_default() += 1;
+        *self.by_field.entry(field).or_default() += 1;
         if self.first.len() < Self::KEPT {
             self.first.push(error);
         }
@@ -367,7 +367,7 @@ impl Rejected {
     /// An element that is no item at all (`field="item"`); its reason is made only when kept.
     fn push_with(&mut self, error: impl FnOnce() -> DecodeError) {
         self.count += 1;
-        *self.by_field.entry("item").or_default() += 1;
+        *self.by_field.entry(Field::Item).or_default() += 1;
         if self.first.len() < Self::KEPT {
             self.first.push(error());
         }
@@ -382,18 +382,16 @@ fn shortened(json: &str) -> String {
     }
 }
 
-/// The list item field a JSON path (`$[3].senderscore_change.last_check`) points into, as a
-/// `field` label; `item` when it points at the element itself or at no known field.
-fn item_field(path: &str) -> &'static str {
-    let field = path
-        .split_once("].")
-        .map(|(_, rest)| rest.split(['.', '[']).next().unwrap_or(""))
-        .unwrap_or("");
-    Unrecognized::FIELDS
-        .iter()
-        .copied()
-        .find(|f| *f == field)
-        .unwrap_or("item")
+/// The list item field an error inside an item is in (`$[3].senderscore_change.last_check`:
+/// `senderscore_change`), as serde_path_to_error found it; `item` when it is at the element
+/// itself or at no known field.
+fn item_field(path: &serde_path_to_error::Path) -> Field {
+    match path.iter().next() {
+        Some(serde_path_to_error::Segment::Map { key }) => {
+            Field::of_item_key(key).unwrap_or(Field::Item)
+        }
+        _ => Field::Item,
+    }
 }
 
 /// A list item with its name taken out of `ip` or `domain`.
@@ -405,14 +403,14 @@ pub struct NamedItem {
     pub item: ListItem,
 }
 
-/// Decodes `ip-list` (`name_field` = `ip`) or `domain-list` (`domain`) from a whole body:
-/// [`ListDecoder`] fed at once.
+/// Decodes `ip-list` or `domain-list` (the list of `kind`) from a whole body: [`ListDecoder`]
+/// fed at once.
 pub fn decode_list_with<T>(
     bytes: &[u8],
-    name_field: &str,
+    kind: Kind,
     convert: impl FnMut(NamedItem) -> T,
 ) -> Result<DecodedList<T>, DecodeError> {
-    let mut decoder = ListDecoder::new(name_field, convert);
+    let mut decoder = ListDecoder::new(kind, convert);
     decoder.feed(bytes)?;
     decoder.finish()
 }
@@ -424,9 +422,9 @@ pub fn decode_list_with<T>(
 /// The body must be a JSON array; anything else (or JSON that is not valid) fails the whole
 /// poll. Each element then decodes on its own, so one bad element costs only itself: invalid
 /// items are counted (the first few kept), and later duplicates of a name dropped.
-pub struct ListDecoder<'n, F, T> {
+pub struct ListDecoder<F, T> {
     splitter: ArraySplitter,
-    items: ListSeed<'n, F, T>,
+    items: ListSeed<F, T>,
     /// Names seen so far: sized by the usable items as they come, never by the element count.
     seen: HashSet<String>,
 }
@@ -444,16 +442,16 @@ impl<T, F: FnMut(NamedItem) -> T> Convert<T> for F {
     }
 }
 
-impl<'n, F, T> ListDecoder<'n, F, T>
+impl<F, T> ListDecoder<F, T>
 where
     F: Convert<T>,
 {
-    /// A decoder of the list whose names are in `name_field` (`ip` or `domain`).
-    pub fn new(name_field: &'n str, convert: F) -> Self {
+    /// A decoder of the list of `kind`, whose names are in `ip` or `domain`.
+    pub fn new(kind: Kind, convert: F) -> Self {
         ListDecoder {
             splitter: ArraySplitter::default(),
             items: ListSeed {
-                name_field,
+                kind,
                 convert,
                 out: DecodedList {
                     items: Vec::new(),
@@ -493,13 +491,14 @@ where
 }
 
 /// What [`ListDecoder`] makes of each element.
-struct ListSeed<'n, F, T> {
-    name_field: &'n str,
+struct ListSeed<F, T> {
+    /// The list: its items' names are in `ip` or `domain`.
+    kind: Kind,
     convert: F,
     out: DecodedList<T>,
 }
 
-impl<F, T> ListSeed<'_, F, T>
+impl<F, T> ListSeed<F, T>
 where
     F: Convert<T>,
 {
@@ -518,27 +517,35 @@ where
                 // Decode again, slowly, only to say where the problem is.
                 let prefix = format!("$[{index}]");
                 let mut de = serde_json::Deserializer::from_str(element.get());
-                let error = match serde_path_to_error::deserialize::<_, ListItem>(&mut de) {
-                    Err(e) => DecodeError::from_serde(&prefix, e),
-                    Ok(_) => DecodeError {
-                        path: prefix,
-                        message: "invalid item".into(),
-                    },
+                let (field, error) = match serde_path_to_error::deserialize::<_, ListItem>(&mut de)
+                {
+                    Err(e) => (item_field(e.path()), DecodeError::from_serde(&prefix, e)),
+                    Ok(_) => (
+                        Field::Item,
+                        DecodeError {
+                            path: prefix,
+                            message: "invalid item".into(),
+                        },
+                    ),
                 };
-                self.out.rejected.push(error);
+                self.out.rejected.push(field, error);
                 return;
             }
         };
-        let name_field = self.name_field;
-        let name = match name_field {
-            "ip" => item.ip.take(),
-            _ => item.domain.take(),
+        let name_field = self.kind.name_field();
+        let name = match self.kind {
+            Kind::Ip => item.ip.take(),
+            Kind::Domain => item.domain.take(),
         };
         let Some(name) = name.filter(|n| !n.is_empty()) else {
-            self.out.rejected.push(DecodeError {
-                path: format!("$[{index}].{name_field}"),
-                message: format!("missing or empty `{name_field}`"),
-            });
+            let key = name_field.label();
+            self.out.rejected.push(
+                name_field,
+                DecodeError {
+                    path: format!("$[{index}].{key}"),
+                    message: format!("missing or empty `{key}`"),
+                },
+            );
             return;
         };
         if !seen.insert(name.clone()) {
@@ -570,8 +577,8 @@ mod tests {
     }"#;
 
     /// The list as the pollers take it: items as decoded, refused when unusable ones prevail.
-    fn decode_list(bytes: &[u8], name_field: &str) -> Result<DecodedList, DecodeError> {
-        let list = decode_list_with(bytes, name_field, |item| item)?;
+    fn decode_list(bytes: &[u8], kind: Kind) -> Result<DecodedList, DecodeError> {
+        let list = decode_list_with(bytes, kind, |item| item)?;
         match list.refusal() {
             Some(refused) => Err(refused),
             None => Ok(list),
@@ -580,7 +587,7 @@ mod tests {
 
     #[test]
     fn an_ip_item_of_the_documented_shape_decodes_field_by_field() {
-        let list = decode_list(format!("[{IP_ITEM}]").as_bytes(), "ip").unwrap();
+        let list = decode_list(format!("[{IP_ITEM}]").as_bytes(), Kind::Ip).unwrap();
         assert_eq!(list.items.len(), 1);
         let NamedItem { name, item } = &list.items[0];
         assert_eq!(name, "192.0.2.10");
@@ -604,7 +611,7 @@ mod tests {
             "snds_blocked_change": {"last_check": null}, "snds_reputation": null,
             "snds_reputation_change": {"last_check": null}
         }]"#;
-        let list = decode_list(body.as_bytes(), "domain").unwrap();
+        let list = decode_list(body.as_bytes(), Kind::Domain).unwrap();
         let item = &list.items[0].item;
         assert_eq!(list.items[0].name, "example.org");
         assert_eq!(item.senderscore, None);
@@ -622,7 +629,7 @@ mod tests {
              "snds_reputation_change": {"last_check": "up"}},
             {"ip": "c", "snds_blocked": [1, 2], "snds_reputation": {"x": 1}}
         ]"#;
-        let list = decode_list(body.as_bytes(), "ip").unwrap();
+        let list = decode_list(body.as_bytes(), Kind::Ip).unwrap();
         let items: Vec<_> = list.items.iter().map(|n| &n.item).collect();
         assert_eq!(items[0].snds_blocked, Loose::Text("Yes".into()));
         assert_eq!(items[0].snds_reputation, Loose::Text("GREEN".into()));
@@ -641,7 +648,7 @@ mod tests {
     fn unknown_fields_are_ignored() {
         let body =
             r#"[{"ip": "192.0.2.1", "senderscore": 70, "owner": {"team": "x"}, "new": [1]}]"#;
-        let list = decode_list(body.as_bytes(), "ip").unwrap();
+        let list = decode_list(body.as_bytes(), Kind::Ip).unwrap();
         assert_eq!(list.items[0].item.senderscore, Some(70.0));
     }
 
@@ -649,7 +656,7 @@ mod tests {
     fn a_duplicated_asset_is_kept_once_with_its_first_values() {
         let body =
             r#"[{"ip": "192.0.2.1", "senderscore": 70}, {"ip": "192.0.2.1", "senderscore": 10}]"#;
-        let list = decode_list(body.as_bytes(), "ip").unwrap();
+        let list = decode_list(body.as_bytes(), Kind::Ip).unwrap();
         assert_eq!(list.items.len(), 1);
         assert_eq!(list.items[0].item.senderscore, Some(70.0));
         assert_eq!(list.duplicates, 1);
@@ -658,20 +665,23 @@ mod tests {
     #[test]
     fn a_wrong_type_in_a_defined_field_rejects_only_that_item_and_names_the_path() {
         let body = r#"[{"ip": "192.0.2.1", "senderscore": 70}, {"ip": "192.0.2.2", "senderscore": "high"}]"#;
-        let list = decode_list(body.as_bytes(), "ip").unwrap();
+        let list = decode_list(body.as_bytes(), Kind::Ip).unwrap();
         assert_eq!(list.items.len(), 1);
         assert_eq!(list.rejected.count, 1);
         assert_eq!(list.rejected.first[0].path, "$[1].senderscore");
         assert!(list.rejected.first[0].message.contains("invalid type"));
-        assert_eq!(list.rejected.by_field, BTreeMap::from([("senderscore", 1)]));
+        assert_eq!(
+            list.rejected.by_field,
+            BTreeMap::from([(Field::Senderscore, 1)])
+        );
     }
 
     #[test]
     fn an_item_without_its_name_is_rejected() {
-        let list = decode_list(br#"[{"senderscore": 70}, {"ip": "192.0.2.1"}]"#, "ip").unwrap();
+        let list = decode_list(br#"[{"senderscore": 70}, {"ip": "192.0.2.1"}]"#, Kind::Ip).unwrap();
         assert_eq!(list.items.len(), 1);
         assert_eq!(list.rejected.first[0].path, "$[0].ip");
-        assert_eq!(list.rejected.by_field, BTreeMap::from([("ip", 1)]));
+        assert_eq!(list.rejected.by_field, BTreeMap::from([(Field::Ip, 1)]));
     }
 
     #[test]
@@ -680,23 +690,23 @@ mod tests {
             &br#"[[[[1]]], "192.0.2.1", 3, null]"#[..],
             br#"[{"senderscore": 70}]"#,
         ] {
-            let error = decode_list(body, "ip").unwrap_err();
+            let error = decode_list(body, Kind::Ip).unwrap_err();
             assert_eq!(error.path, "$");
             assert!(error.message.starts_with("none of the "), "{error}");
         }
-        let empty = decode_list(b"[]", "ip").unwrap();
+        let empty = decode_list(b"[]", Kind::Ip).unwrap();
         assert!(empty.items.is_empty() && empty.rejected.count == 0);
     }
 
     #[test]
     fn a_list_whose_unusable_items_outnumber_the_usable_ones_is_refused_and_a_tie_is_not() {
-        let refused = decode_list(br#"[{"ip": "192.0.2.1"}, 1, 2]"#, "ip").unwrap_err();
+        let refused = decode_list(br#"[{"ip": "192.0.2.1"}, 1, 2]"#, Kind::Ip).unwrap_err();
         assert_eq!(
             refused.message,
             "2 of the 3 items cannot be used, more than can (the first: not an object: `1` at \
              $[1]); the list is not taken as the fleet"
         );
-        let tie = decode_list(br#"[{"ip": "192.0.2.1"}, 1]"#, "ip").unwrap();
+        let tie = decode_list(br#"[{"ip": "192.0.2.1"}, 1]"#, Kind::Ip).unwrap();
         assert_eq!((tie.items.len(), tie.rejected.count), (1, 1));
     }
 
@@ -707,13 +717,13 @@ mod tests {
             body.push_str(if i % 2 == 0 { ",7" } else { r#",{"ip": 5}"# });
         }
         body.push(']');
-        let list = decode_list_with(body.as_bytes(), "ip", |item| item).unwrap();
+        let list = decode_list_with(body.as_bytes(), Kind::Ip, |item| item).unwrap();
         assert_eq!(list.items.len(), 1);
         assert_eq!(list.rejected.count, 200_000);
         assert_eq!(list.rejected.first.len(), Rejected::KEPT);
         assert_eq!(
             list.rejected.by_field,
-            BTreeMap::from([("ip", 100_000), ("item", 100_000)])
+            BTreeMap::from([(Field::Ip, 100_000), (Field::Item, 100_000)])
         );
         assert!(list.refusal().is_some());
         assert!(
@@ -724,21 +734,30 @@ mod tests {
 
     #[test]
     fn a_rejected_item_is_counted_under_the_field_it_failed_on() {
-        assert_eq!(item_field("$[3].senderscore"), "senderscore");
-        assert_eq!(item_field("$[3].hosts[1]"), "hosts");
+        let field = |item: &str| {
+            let body = format!(r#"[{{"ip": "192.0.2.1"}}, {{"ip": "192.0.2.2"}}, {item}]"#);
+            let list = decode_list(body.as_bytes(), Kind::Ip).unwrap();
+            let fields: Vec<Field> = list.rejected.by_field.into_keys().collect();
+            fields
+        };
         assert_eq!(
-            item_field("$[3].senderscore_change.last_check"),
-            "senderscore_change"
+            field(r#"{"ip": "a", "senderscore": "x"}"#),
+            [Field::Senderscore]
         );
-        assert_eq!(item_field("$[3]"), "item");
-        assert_eq!(item_field("$[3].surprise"), "item");
+        assert_eq!(field(r#"{"ip": "a", "hosts": ["x", 1]}"#), [Field::Hosts]);
+        assert_eq!(
+            field(r#"{"ip": "a", "senderscore_change": 5}"#),
+            [Field::SenderscoreChange]
+        );
+        assert_eq!(field("7"), [Field::Item]);
+        assert_eq!(field(r#"{"ip": 5}"#), [Field::Ip]);
     }
 
     #[test]
     fn a_body_that_is_not_an_array_fails_the_whole_list() {
-        let error = decode_list(br#"{"error": "nope"}"#, "ip").unwrap_err();
+        let error = decode_list(br#"{"error": "nope"}"#, Kind::Ip).unwrap_err();
         assert_eq!(error.path, "$");
-        let error = decode_list(br#"[{"ip": "a"}"#, "ip").unwrap_err();
+        let error = decode_list(br#"[{"ip": "a"}"#, Kind::Ip).unwrap_err();
         assert!(error.message.contains("EOF"), "{error}");
     }
 

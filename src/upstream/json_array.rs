@@ -20,7 +20,7 @@ enum At {
 
 /// Cuts a JSON array into its elements.
 #[derive(Debug)]
-pub struct ArraySplitter {
+pub(super) struct ArraySplitter {
     at: At,
     /// Nesting inside the current element.
     depth: usize,
@@ -58,7 +58,7 @@ impl ArraySplitter {
     /// Reads the next bytes of the body, handing each element completed in them to `element`
     /// with its index, its bytes without surrounding white space. An error of the array itself
     /// (not an array, an empty element, something after its end) stops the reading.
-    pub fn feed(
+    pub(super) fn feed(
         &mut self,
         chunk: &[u8],
         element: &mut impl FnMut(usize, &[u8]) -> Result<(), DecodeError>,
@@ -161,7 +161,7 @@ impl ArraySplitter {
     }
 
     /// The body has ended: an error unless the array was closed.
-    pub fn finish(&self) -> Result<(), DecodeError> {
+    pub(super) fn finish(&self) -> Result<(), DecodeError> {
         match self.at {
             At::End => Ok(()),
             At::Start => Err(error(

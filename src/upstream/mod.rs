@@ -30,8 +30,7 @@ use retry::{RetryPolicy, parse_retry_after};
 pub use body::{BATCH, BodyDecoder};
 use body::{Body, Read, Whole};
 pub use error::{Connection, FetchError};
-pub use tls::install_crypto_provider;
-pub(crate) use tls::{tls_error, tls_in_words};
+pub use tls::{install_crypto_provider, tls_error, tls_in_words};
 
 /// Most redirects followed within the configured origin.
 const MAX_REDIRECTS: usize = 10;
@@ -60,8 +59,15 @@ pub enum ClientError {
 }
 
 /// A service that answers the API's requests inside this process (the simulated API's router):
-/// no socket, so that a test on Tokio's paused clock sees only virtual time.
+/// no socket, so that a test on Tokio's paused clock sees only virtual time. Only the tests
+/// turn on the `in-process` feature that allows one.
+#[cfg(feature = "in-process")]
 pub type InProcess = axum::Router;
+
+/// Without the `in-process` feature, no request is answered inside the process.
+#[cfg(not(feature = "in-process"))]
+#[derive(Debug, Clone)]
+pub enum InProcess {}
 
 /// A client of one account of the API.
 #[derive(Debug, Clone)]
@@ -297,6 +303,17 @@ impl Client {
     }
 
     /// One request answered by `service`, within `api.timeout` of Tokio's clock.
+    #[cfg(not(feature = "in-process"))]
+    async fn send_in_process(
+        &self,
+        service: &InProcess,
+        _url: &str,
+    ) -> Result<reqwest::Response, FetchError> {
+        match *service {}
+    }
+
+    /// One request answered by `service`, within `api.timeout` of Tokio's clock.
+    #[cfg(feature = "in-process")]
     async fn send_in_process(
         &self,
         service: &InProcess,

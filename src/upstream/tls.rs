@@ -3,9 +3,7 @@
 
 /// The TLS failure behind `error`: the error itself, or the inner error of an io::Error (which
 /// `source` skips), however deeply io::Errors wrap it.
-pub(crate) fn tls_error<'a>(
-    error: &'a (dyn std::error::Error + 'static),
-) -> Option<&'a rustls::Error> {
+pub fn tls_error<'a>(error: &'a (dyn std::error::Error + 'static)) -> Option<&'a rustls::Error> {
     if let Some(tls) = error.downcast_ref::<rustls::Error>() {
         return Some(tls);
     }
@@ -16,7 +14,7 @@ pub(crate) fn tls_error<'a>(
 
 /// The common TLS failures in words that say what to check; `None` for the others, which keep
 /// the TLS library's own words.
-pub(crate) fn tls_in_words(error: &rustls::Error, base_url: &str) -> Option<String> {
+pub fn tls_in_words(error: &rustls::Error, base_url: &str) -> Option<String> {
     use rustls::{CertificateError, InvalidMessage};
     Some(match error {
         rustls::Error::InvalidMessage(InvalidMessage::InvalidContentType) => format!(

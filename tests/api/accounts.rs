@@ -1,7 +1,7 @@
 //! Several accounts in one exporter: `[accounts.NAME]` and `/probe?target=NAME`.
 
-use reputation_exporter::demo::SimulatedApi;
-use reputation_exporter::vocabulary::Kind;
+use reputation_simulate::List;
+use reputation_simulate::SimulatedApi;
 use serde_json::json;
 
 use crate::helpers::{PROMETHEUS_ACCEPT, TestApp, eventually, sample, spawn_accounts, up};
@@ -16,7 +16,7 @@ fn upstreams() -> (SimulatedApi, SimulatedApi) {
     let us = SimulatedApi::new(0, 0);
     us.set_token(US_TOKEN);
     us.set_items(
-        Kind::Ip,
+        List::Ip,
         vec![json!({"ip": "198.51.100.7", "senderscore": 91, "blacklisted": 0})],
     );
     (eu, us)

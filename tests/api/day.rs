@@ -9,7 +9,7 @@ use std::time::Duration;
 use reputation_exporter::accounts::Upstreams;
 use reputation_exporter::app::App;
 use reputation_exporter::config::{Config, Settings};
-use reputation_exporter::demo::{DEMO_TOKEN, Fault, SimulatedApi};
+use reputation_simulate::{DEMO_TOKEN, Fault, SimulatedApi};
 
 use crate::helpers::{get_in_process as get, sample};
 

@@ -3,8 +3,8 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use reputation_exporter::demo::SimulatedApi;
 use reputation_exporter::exposition::assets::{self, AssetFamily};
+use reputation_simulate::SimulatedApi;
 
 use crate::helpers::{Options, spawn_app_with};
 

@@ -1,6 +1,6 @@
 use std::io::Read as _;
 
-use reputation_exporter::vocabulary::Kind;
+use reputation_simulate::List;
 use serde_json::{Value, json};
 
 use crate::helpers::{Options, PROMETHEUS_ACCEPT, reference_parse, spawn_app_with, up};
@@ -9,14 +9,14 @@ use crate::helpers::{Options, PROMETHEUS_ACCEPT, reference_parse, spawn_app_with
 const NASTY: &str = "mx \"quoted\" back\\slash\nnew line ✉ bücher.example";
 
 async fn app_with_nasty_labels() -> crate::helpers::TestApp {
-    let upstream = reputation_exporter::demo::SimulatedApi::new(4, 3);
-    let mut ips = upstream.items(Kind::Ip);
+    let upstream = reputation_simulate::SimulatedApi::new(4, 3);
+    let mut ips = upstream.items(List::Ip);
     ips[0]["hosts"] = json!([NASTY]);
     ips[1]["ip"] = json!("2001:db8::1");
-    upstream.set_items(Kind::Ip, ips);
-    let mut domains = upstream.items(Kind::Domain);
+    upstream.set_items(List::Ip, ips);
+    let mut domains = upstream.items(List::Domain);
     domains[0]["domain"] = json!("ünïcödé.example");
-    upstream.set_items(Kind::Domain, domains);
+    upstream.set_items(List::Domain, domains);
     let app = spawn_app_with(Options {
         upstream,
         ..Options::default()
@@ -85,7 +85,7 @@ async fn openmetrics_output_is_accepted_by_the_strict_reference_parser() {
         .unwrap()["value"]
         .as_f64()
         .unwrap();
-    let served = app.upstream.items(Kind::Ip)[0]["senderscore"]
+    let served = app.upstream.items(List::Ip)[0]["senderscore"]
         .as_f64()
         .unwrap();
     assert_eq!(score, served);

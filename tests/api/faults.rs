@@ -8,9 +8,9 @@
 use std::time::Duration;
 
 use reputation_exporter::config::Settings;
-use reputation_exporter::demo::{Fault, SimulatedApi};
 use reputation_exporter::logging::LogFormat;
-use reputation_exporter::vocabulary::Kind;
+use reputation_simulate::List;
+use reputation_simulate::{Fault, SimulatedApi};
 
 use crate::helpers::{Options, PausedApp, TestApp, eventually, sample, spawn_app_with, up, value};
 
@@ -252,8 +252,7 @@ async fn a_rejected_token_is_tried_once_per_interval_and_recovers_when_accepted(
     );
     assert!(app.logs().contains("the token is rejected"));
 
-    app.upstream
-        .set_token(reputation_exporter::demo::DEMO_TOKEN);
+    app.upstream.set_token(reputation_simulate::DEMO_TOKEN);
     let body = app.metrics_when("the recovery", up).await;
     assert_eq!(value(&body, "reputation_api_auth_ok"), 1.0);
     assert_eq!(app.get("/-/ready").await.status(), 200);
@@ -400,9 +399,9 @@ async fn malformed_json_fails_the_poll_without_retry_and_keeps_the_values() {
 #[tokio::test]
 async fn a_wrong_type_in_one_item_skips_that_item_only() {
     let upstream = SimulatedApi::new(3, 2);
-    let mut ips = upstream.items(Kind::Ip);
+    let mut ips = upstream.items(List::Ip);
     ips[1]["senderscore"] = serde_json::json!("eighty");
-    upstream.set_items(Kind::Ip, ips);
+    upstream.set_items(List::Ip, ips);
     let app = spawn_app_with(Options {
         upstream,
         ..options("30s", |_| {})

@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
-use reputation_exporter::demo::SimulatedApi;
-use reputation_exporter::vocabulary::Kind;
+use reputation_simulate::List;
+use reputation_simulate::SimulatedApi;
 use serde_json::{Value, json};
 
 use crate::helpers::{PausedApp, sample};
@@ -14,14 +14,14 @@ const ASSET: &str = "/api/v1/asset";
 
 /// The list item of `name` with this blacklisting count and change.
 fn set_listed(api: &SimulatedApi, name: &str, count: i64, change: i64) {
-    let mut items = api.items(Kind::Ip);
+    let mut items = api.items(List::Ip);
     let item = items
         .iter_mut()
         .find(|item| item["ip"] == name)
         .expect("the asset is in the list");
     item["blacklisted"] = json!(count);
     item["blacklisted_change"] = json!({ "last_check": change });
-    api.set_items(Kind::Ip, items);
+    api.set_items(List::Ip, items);
 }
 
 /// The report of `name`, saying this count and change, with these listing events.

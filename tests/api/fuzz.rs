@@ -214,7 +214,7 @@ proptest! {
 
     #[test]
     fn any_list_body_decodes_or_fails_cleanly(body in proptest::collection::vec(any::<u8>(), 0..200)) {
-        let _ = dto::decode_list_with(&body, "ip", |item| item);
+        let _ = dto::decode_list_with(&body, Kind::Ip, |item| item);
     }
 
     /// A list is decoded as its bytes arrive: however the body is cut into chunks (as the
@@ -239,12 +239,12 @@ proptest! {
             )),
             Err(e) => Err(e.path),
         };
-        let whole = summary(dto::decode_list_with(&body, "ip", |item| item));
+        let whole = summary(dto::decode_list_with(&body, Kind::Ip, |item| item));
         // serde_json, reading the whole body as an array of raw values, agrees on whether it
         // is a JSON array at all.
         let array = serde_json::from_slice::<Vec<Box<serde_json::value::RawValue>>>(&body);
         prop_assert_eq!(whole.is_ok(), array.is_ok(), "{:?}", array.err());
-        let mut decoder = dto::ListDecoder::new("ip", |item| item);
+        let mut decoder = dto::ListDecoder::new(Kind::Ip, |item| item);
         let mut rest = body.as_slice();
         let mut cut = cuts.iter().cycle();
         let mut failed = None;

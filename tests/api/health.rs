@@ -32,14 +32,14 @@ async fn ready_is_503_before_the_first_poll_and_200_after() {
 
 #[tokio::test]
 async fn the_landing_page_lists_assets_worst_first_with_names_escaped() {
-    use reputation_exporter::vocabulary::Kind;
+    use reputation_simulate::List;
     let app = spawn_app_with(Options {
         start_polling: false,
         ..Options::default()
     })
     .await;
     app.upstream.set_items(
-        Kind::Domain,
+        List::Domain,
         vec![
             serde_json::json!({"domain": "<b>bad</b>.example", "senderscore": 20, "blacklisted": 3}),
             serde_json::json!({"domain": "good.example", "senderscore": 99, "blacklisted": 0}),
@@ -96,11 +96,11 @@ async fn a_connection_beyond_the_bound_is_served_once_the_first_closes() {
 
 #[tokio::test]
 async fn the_landing_page_summarises_the_fleet_colours_trouble_and_says_why_an_endpoint_failed() {
-    use reputation_exporter::vocabulary::Kind;
+    use reputation_simulate::List;
     use serde_json::json;
-    let upstream = reputation_exporter::demo::SimulatedApi::new(0, 0);
+    let upstream = reputation_simulate::SimulatedApi::new(0, 0);
     upstream.set_items(
-        Kind::Ip,
+        List::Ip,
         vec![
             json!({"ip": "192.0.2.1", "senderscore": 50, "blacklisted": 2, "snds_reputation": "red"}),
             json!({"ip": "192.0.2.2", "senderscore": 95, "blacklisted": 0, "snds_reputation": "green"}),

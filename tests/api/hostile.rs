@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use reputation_exporter::demo::{Fault, SimulatedApi};
-use reputation_exporter::vocabulary::Kind;
+use reputation_simulate::List;
+use reputation_simulate::{Fault, SimulatedApi};
 use serde_json::json;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
@@ -26,7 +26,7 @@ async fn polled(interval: &'static str) -> TestApp {
 async fn a_list_of_which_no_item_can_be_used_fails_the_poll_and_keeps_the_fleet() {
     let app = polled("200ms").await;
     app.upstream.set_items(
-        Kind::Ip,
+        List::Ip,
         vec![json!([[[[1]]]]), json!("192.0.2.1"), json!(3), json!(null)],
     );
     let body = app
@@ -68,7 +68,7 @@ async fn a_list_mostly_of_garbage_fails_the_poll_keeps_the_fleet_and_counts_the_
     let mut items = vec![json!({"ip": "203.0.113.9", "senderscore": 80})];
     items.extend((0..1000).map(|i| json!(i)));
     items.extend((0..2000).map(|_| json!({"ip": "192.0.2.200", "senderscore": "high"})));
-    app.upstream.set_items(Kind::Ip, items);
+    app.upstream.set_items(List::Ip, items);
     let body = app
         .metrics_when("the refused list", |b| {
             sample(b, r#"reputation_api_up{endpoint="ip-list"}"#) == Some(0.0)
@@ -113,7 +113,7 @@ async fn a_list_mostly_of_garbage_fails_the_poll_keeps_the_fleet_and_counts_the_
 #[tokio::test]
 async fn an_empty_list_after_a_full_one_is_accepted_with_a_warning() {
     let app = polled("200ms").await;
-    app.upstream.set_items(Kind::Ip, Vec::new());
+    app.upstream.set_items(List::Ip, Vec::new());
     let body = app
         .metrics_when("the empty list", |b| {
             sample(b, r#"reputation_assets{kind="ip"}"#) == Some(0.0)
@@ -196,7 +196,7 @@ async fn one_asset_with_200_000_host_names_gives_64_series_and_one_log_line() {
     let hosts: Vec<String> = (0..200_000).map(|i| format!("mx{i}.example")).collect();
     let upstream = SimulatedApi::new(0, 0);
     upstream.set_items(
-        Kind::Ip,
+        List::Ip,
         vec![json!({"ip": "192.0.2.1", "hosts": hosts, "senderscore": 90})],
     );
     let app = spawn_app_with(Options {

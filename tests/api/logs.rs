@@ -2,7 +2,7 @@
 //! line per report round. Each test reads only the log of its own exporter.
 
 use reputation_exporter::config::Settings;
-use reputation_exporter::demo::SimulatedApi;
+use reputation_simulate::SimulatedApi;
 
 use std::time::Duration;
 

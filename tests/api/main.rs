@@ -1,7 +1,6 @@
 //! Black-box tests: the exporter on a loopback port against the simulated API.
 
 mod accounts;
-mod backfill;
 mod day;
 mod deploy;
 mod exposition;
@@ -16,8 +15,6 @@ mod messages;
 mod metrics;
 mod process;
 mod reload;
-mod remote_write;
 mod reports;
 mod shards;
 mod structure;
-mod web;

@@ -1,7 +1,7 @@
 //! What an operator reads when the configuration points at the wrong place: each message names
 //! what is wrong, the key that sets it (the account's own), and what to check.
 
-use reputation_exporter::demo::SimulatedApi;
+use reputation_simulate::SimulatedApi;
 
 use crate::helpers::{Options, spawn_accounts, spawn_app_with};
 
@@ -109,7 +109,7 @@ async fn a_self_signed_api_certificate_is_said_to_be_untrusted() {
 /// A TLS server on 127.0.0.1 with a self-signed certificate for localhost, which completes no
 /// handshake with a client that checks certificates; it serves until the test's runtime ends.
 async fn self_signed_server() -> std::net::SocketAddr {
-    let (acceptor, _) = crate::helpers::self_signed_tls();
+    let (acceptor, _) = reputation_testkit::self_signed_tls();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
     tokio::spawn(async move {
@@ -121,4 +121,32 @@ async fn self_signed_server() -> std::net::SocketAddr {
         }
     });
     address
+}
+
+#[test]
+fn an_invalid_web_config_file_stops_the_start_with_its_key_named() {
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("web-config-check-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("web.yml");
+    std::fs::write(
+        &file,
+        "tls_server_config:\n  cert_file: missing.crt\n  key_file: missing.key\n",
+    )
+    .unwrap();
+    let output = crate::helpers::exporter()
+        .args(["--demo", "--config.check", "--web.config.file"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "accepted: {stdout}{stderr}");
+    let said = format!("{stdout}{stderr}");
+    assert!(
+        said.contains("web.config_file") && said.contains("tls_server_config.cert_file"),
+        "{said}"
+    );
+    assert!(said.contains("missing.crt"), "{said}");
 }

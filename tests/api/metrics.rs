@@ -1,4 +1,4 @@
-use reputation_exporter::vocabulary::Kind;
+use reputation_simulate::List;
 use serde_json::json;
 
 use crate::helpers::{Options, sample, spawn_app, spawn_app_with, up};
@@ -25,7 +25,7 @@ async fn metrics_show_the_values_the_api_sent() {
     })
     .await;
     app.upstream.set_items(
-        Kind::Ip,
+        List::Ip,
         vec![
             ip(
                 "192.0.2.10",
@@ -46,7 +46,7 @@ async fn metrics_show_the_values_the_api_sent() {
         ],
     );
     app.upstream.set_items(
-        Kind::Domain,
+        List::Domain,
         vec![
             json!({"domain": "example.org", "ips": ["192.0.2.10", "192.0.2.11"],
                     "senderscore": null, "senderscore_prev": null,
@@ -189,9 +189,9 @@ async fn an_asset_removed_upstream_disappears_from_metrics() {
 
 #[tokio::test]
 async fn a_duplicated_asset_gives_one_series() {
-    let upstream = reputation_exporter::demo::SimulatedApi::new(0, 0);
+    let upstream = reputation_simulate::SimulatedApi::new(0, 0);
     upstream.set_items(
-        Kind::Ip,
+        List::Ip,
         vec![
             ip("192.0.2.1", json!({})),
             ip("192.0.2.1", json!({"senderscore": 5})),

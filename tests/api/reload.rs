@@ -3,8 +3,8 @@
 use std::sync::{Arc, Mutex};
 
 use reputation_exporter::config::{Config, ConfigError, Settings};
-use reputation_exporter::demo::{DEMO_TOKEN, SimulatedApi};
 use reputation_exporter::vocabulary::Secret;
+use reputation_simulate::{DEMO_TOKEN, SimulatedApi};
 
 use crate::helpers::{Options, TestApp, eventually, sample, spawn_app_with};
 

@@ -4,8 +4,8 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use reputation_exporter::config::Settings;
-use reputation_exporter::demo::{DEMO_TOKEN, SimulatedApi};
-use reputation_exporter::vocabulary::Kind;
+use reputation_simulate::List;
+use reputation_simulate::{DEMO_TOKEN, SimulatedApi};
 use serde_json::json;
 
 use crate::helpers::{Options, TestApp, sample, spawn_app_with, up};
@@ -112,7 +112,7 @@ async fn the_newest_event_decides_listed_or_not_whatever_the_order() {
 async fn an_asset_name_reaches_the_api_as_one_encoded_path_segment() {
     let upstream = SimulatedApi::new(0, 0);
     upstream.set_items(
-        Kind::Ip,
+        List::Ip,
         vec![
             json!({"ip": "../user"}),
             json!({"ip": "a/b?c"}),

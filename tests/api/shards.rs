@@ -3,8 +3,8 @@
 
 use std::collections::BTreeSet;
 
-use reputation_exporter::demo::SimulatedApi;
 use reputation_exporter::vocabulary::{Kind, slice_of};
+use reputation_simulate::SimulatedApi;
 
 use crate::helpers::{Options, spawn_accounts, spawn_app_with, up, value};
 

@@ -2,9 +2,9 @@
 # The container image's build stage, without a Docker engine: the build stage's COPY lines of
 # deploy/docker/Dockerfile are carried out into an empty directory (nothing else of the
 # repository is there), its RUN line runs there as written, and the binary it makes must run
-# (`--version`, `--demo --once`) and need nothing at run time that the distroless cc image
-# lacks (checked with ldd). The runtime stage must stay shell-free: an exec-form ENTRYPOINT and
-# no RUN.
+# (`--version`, `--demo --once`, and `backfill` finding its binary beside it) and need nothing
+# at run time that the distroless cc image lacks (checked with ldd). The runtime stage must
+# stay shell-free: an exec-form ENTRYPOINT and no RUN.
 #
 # Usage: tests/e2e/docker-build.sh
 set -euo pipefail
@@ -102,13 +102,23 @@ echo "docker-build: $(head -n1 "$work/version.log")"
 # --once exits 1 when the demo's simulated 503s outlast a retry; the exposition is what counts.
 "$binary" --demo --once >"$work/once.txt" 2>"$work/once.log" || true
 grep -q '^reputation_asset_info{' "$work/once.txt" || fail "--demo --once printed no assets"
+# `backfill` runs the second binary, beside the first as the runtime stage copies them.
+runtime_bin="$work/runtime/usr/local/bin"
+mkdir -p "$runtime_bin"
+for copied in $(awk '/^FROM /{n++} n==2 && /^COPY --from=build/{print $3 ":" $4}' "$dockerfile"); do
+    cp "$work/target/release/$(basename "${copied%%:*}")" "$runtime_bin/$(basename "${copied##*:}")"
+done
+"$runtime_bin/reputation-exporter" backfill --help >"$work/backfill-help.log" 2>&1 ||
+    fail "backfill --help in the image's layout failed: $(head -n3 "$work/backfill-help.log")"
+grep -q -- '--remote-write' "$work/backfill-help.log" || fail "backfill --help does not list its flags"
+echo "docker-build: backfill runs the backfill binary beside the exporter"
 
 # distroless/cc-debian12: glibc, libgcc_s and libstdc++, nothing else.
-ldd "$binary" >"$work/ldd.log" || fail "ldd failed"
-unexpected=$(awk '{print $1}' "$work/ldd.log" | grep -v -E \
+ldd "$binary" "$work/target/release/reputation-exporter-backfill" >"$work/ldd.log" || fail "ldd failed"
+unexpected=$(awk '!/:$/ {print $1}' "$work/ldd.log" | grep -v -E \
     '^(linux-vdso\.so\.1|libc\.so\.6|libm\.so\.6|libgcc_s\.so\.1|libstdc\+\+\.so\.6|libpthread\.so\.0|libdl\.so\.2|librt\.so\.1|/lib64/ld-linux-x86-64\.so\.2)$' || true)
 [ -z "$unexpected" ] || fail "the binary needs libraries the distroless cc image lacks: $unexpected"
-echo "docker-build: links only $(awk '{print $1}' "$work/ldd.log" | tr '\n' ' ')"
+echo "docker-build: links only $(awk '!/:$/ {print $1}' "$work/ldd.log" | sort -u | tr '\n' ' ')"
 
 # The runtime stage: no shell to run anything with.
 runtime=$(awk '/^FROM /{n++} n==2' "$dockerfile")

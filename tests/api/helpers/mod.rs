@@ -17,10 +17,10 @@ use std::time::Duration;
 
 use reputation_exporter::app::{App, ConfigSource};
 use reputation_exporter::config::Settings;
-use reputation_exporter::demo::{DEMO_TOKEN, SimulatedApi};
 use reputation_exporter::logging::LogFormat;
 use reputation_exporter::server;
 use reputation_exporter::vocabulary::Secret;
+use reputation_simulate::{DEMO_TOKEN, SimulatedApi};
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tracing::instrument::WithSubscriber as _;
@@ -322,24 +322,4 @@ pub fn exporter() -> Command {
         }
     }
     command
-}
-
-/// A TLS acceptor with a self-signed certificate for `localhost`, and that certificate (PEM): the
-/// CA a client must be given to trust it.
-pub fn self_signed_tls() -> (tokio_rustls::TlsAcceptor, String) {
-    let issued = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
-    let key =
-        rustls_pki_types::PrivateKeyDer::try_from(issued.signing_key.serialize_der()).unwrap();
-    let config = rustls::ServerConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .unwrap()
-    .with_no_client_auth()
-    .with_single_cert(vec![issued.cert.der().clone()], key)
-    .unwrap();
-    (
-        tokio_rustls::TlsAcceptor::from(Arc::new(config)),
-        issued.cert.pem(),
-    )
 }

@@ -5,8 +5,8 @@ use std::sync::{Arc, Mutex};
 use reputation_exporter::accounts::{Changes, Upstreams};
 use reputation_exporter::app::App;
 use reputation_exporter::config::Settings;
-use reputation_exporter::demo::{DEMO_TOKEN, SimulatedApi};
 use reputation_exporter::logging::LogFormat;
+use reputation_simulate::{DEMO_TOKEN, SimulatedApi};
 
 use super::logs::capture;
 use super::{duration, with_accounts};
