@@ -34,6 +34,12 @@
     // scrapes at the 1m interval scrape.yml ships.
     keepFiringFor: '3m',
 
+    // The standing conditions of one asset (ReputationSenderScoreLow, ReputationSndsRed:
+    // warnings, never paged) are evaluated at the pace the data changes, and carried over a
+    // gap for two of those evaluations.
+    standingInterval: '5m',
+    standingKeepFiringFor: '10m',
+
     // ReputationSenderScoreLow (warning): a score below the floor for this long.
     senderScoreFloor: 70,
     senderScoreLowFor: '30m',

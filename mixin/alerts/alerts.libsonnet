@@ -26,6 +26,8 @@
   // Carried over a gap in the data (a failed scrape, a restart): resolved only when the data
   // has said it is over for this long.
   local bridged = { keep_firing_for: c.keepFiringFor },
+  // The same at the standing group's interval: two of its evaluations.
+  local standingBridged = { keep_firing_for: c.standingKeepFiringFor },
   // The account an alert is about, in its description.
   local who = '{{ if $labels.%(a)s }}account {{ $labels.%(a)s }} (job {{ $labels.job }}){{ else }}job {{ $labels.job }}{{ end }}' % { a: c.accountLabel },
 
@@ -60,16 +62,6 @@
       {
         name: 'reputation.alerts',
         rules: [
-          // A standing condition: reported at warning, never paged. -1 / null scores give no
-          // sample, so they never fire this.
-          alert(
-            'ReputationSenderScoreLow',
-            'warning',
-            any('reputation_senderscore', '< %s' % c.senderScoreFloor),
-            'Sender Score is low.',
-            'The Sender Score of {{ $labels.kind }} {{ $labels.asset }} is {{ $value }}, below %(senderScoreFloor)s. Mail from it is likely to be filtered.' % c,
-            pendingFor(c.senderScoreLowFor) + bridged,
-          ),
           // A change the API saw at its last check: pages from the first replica that sees it
           // until the last sees the next check say otherwise.
           alert(
@@ -110,14 +102,6 @@
             'Asset newly blacklisted; no report names the blacklist.',
             "{{ $labels.kind }} {{ $labels.asset }} was listed on {{ $value }} more blacklist(s) at the API's last check, and no asset report names them (reports off or not selected for it, or its report could not be had).",
             pendingFor(c.listingCountFor) + bridged,
-          ),
-          alert(
-            'ReputationSndsRed',
-            'warning',
-            any('reputation_snds_reputation', '== 1', 'reputation_snds_reputation="red"'),
-            'Microsoft SNDS reputation is red.',
-            'Microsoft SNDS rates {{ $labels.kind }} {{ $labels.asset }} red: Outlook.com filters most of its mail.',
-            pendingFor(c.sndsRedFor) + bridged,
           ),
           // A block the API saw begin at its last check; a block that stands is
           // ReputationSndsBlockedAssets.
@@ -185,6 +169,34 @@
             'The exporter refused its new configuration.',
             '{{ $labels.%(replicaLabel)s }} refused the configuration it was asked to reload (SIGHUP or POST /-/reload) and runs the previous one; the next restart would fail the same way.' % c,
             pendingFor(c.reloadFailedFor),
+          ),
+        ],
+      },
+      // Standing conditions of one asset, reported as warnings and never paged, evaluated at
+      // the pace the data changes (the poll): each holds an alert per asset, which Prometheus
+      // keeps and writes at every evaluation, so evaluating them every minute would cost most
+      // of the alerts' time on a large fleet (docs/benchmarks.md).
+      {
+        name: 'reputation.standing',
+        interval: c.standingInterval,
+        rules: [
+          // A standing condition: reported at warning, never paged. -1 / null scores give no
+          // sample, so they never fire this.
+          alert(
+            'ReputationSenderScoreLow',
+            'warning',
+            any('reputation_senderscore', '< %s' % c.senderScoreFloor),
+            'Sender Score is low.',
+            'The Sender Score of {{ $labels.kind }} {{ $labels.asset }} is {{ $value }}, below %(senderScoreFloor)s. Mail from it is likely to be filtered.' % c,
+            pendingFor(c.senderScoreLowFor) + standingBridged,
+          ),
+          alert(
+            'ReputationSndsRed',
+            'warning',
+            any('reputation_snds_reputation', '== 1', 'reputation_snds_reputation="red"'),
+            'Microsoft SNDS reputation is red.',
+            'Microsoft SNDS rates {{ $labels.kind }} {{ $labels.asset }} red: Outlook.com filters most of its mail.',
+            pendingFor(c.sndsRedFor) + standingBridged,
           ),
         ],
       },

@@ -69,7 +69,7 @@ delist() { edit "next(l for l in s['listings'] if l['asset'] == '$1' and l['deli
 
 python3 tests/e2e/fleet_api.py "$work/fleet.json" "$work/api.port" >"$work/api.log" 2>&1 &
 pids+=($!)
-for _ in $(seq 50); do [ -s "$work/api.port" ] && break; sleep 0.1; done
+wait_for --every 0.1 "the fleet API's port" 10 test -s "$work/api.port"
 api_port=$(cat "$work/api.port")
 
 # The webhook receiver: every notification, one JSON line per receiver.
@@ -129,10 +129,12 @@ prometheus-alertmanager --config.file="$work/alertmanager.yml" --storage.path="$
 pids+=($!)
 
 # Prometheus with the shipped scrape job, alerts and recording rules (the account-wide alerts
-# read these), every `for:` shortened to 20s, `keep_firing_for:` to three scrapes, and
+# read these), every `for:` shortened to 20s, `keep_firing_for:` to three scrapes, the
+# standing conditions' 5-minute group to the poll's compressed pace, and
 # ReputationDataStale's threshold (45 of metrics.max_age's 60 minutes) to 30 of its 60 seconds.
 mkdir -p "$work/rules"
 sed -E -e 's/^( +for: ).*/\1"20s"/' -e "s/^( +keep_firing_for: ).*/\\1\"${keep}s\"/" \
+    -e "s/^( +(- )?interval: )\"5m\"/\\1\"${poll}s\"/" \
     -e 's/(reputation_last_success_timestamp_seconds.*) > 2700"$/\1 > 30"/' \
     deploy/prometheus/alerts.yml >"$work/rules/alerts.yml"
 grep -q '> 30"$' "$work/rules/alerts.yml" || fail "ReputationDataStale's threshold was not shortened"
@@ -251,13 +253,27 @@ served_everywhere() {
     done
 }
 serving=("${replica_ports[@]}")
+# `let_pass SECONDS WHY`: lets wall time pass that the step is about: nothing may be sent in it
+# that Alertmanager would send by then (a group's first notification after group_wait, 30s for
+# pages and 1m for tickets; a change to it after group_interval, 20s here).
+let_pass() { sleep "$1"; }
+# `rounds_ended N`: the report rounds replica N has ended so far (its log, across restarts); reports
+# follow the list from the end of the first.
+rounds_ended() { grep -c 'asset report round ended' "$work/exporter-$1.log" || true; }
+# `first_rounds_ended N1 R1 [N2 R2]`: replica N1 has ended more rounds than R1 (and N2 than R2).
+first_rounds_ended() {
+    while [ $# -ge 2 ]; do
+        [ "$(rounds_ended "$1")" -gt "$2" ] || return 1
+        shift 2
+    done
+}
 
 # 1. The installation: every listing in Prometheus, then past every group_wait.
 wait_for "Prometheus seeing the 400 standing listings from both replicas" 120 \
     equals 'count(reputation_blacklist_listed{job="reputation"} == 1)' 800
 wait_for "the standing listings' info alert firing, once for the account" 60 \
     equals 'count(ALERTS{alertname="ReputationBlacklistedAssets",alertstate="firing",account="main"})' 1
-sleep 75
+let_pass 75 "past every group_wait of the installation's alerts: no page, at most a few tickets"
 installed=$(total)
 [ "$(pages)" = 0 ] || fail "the installation paged: $(cat "$work"/notified-*pager.jsonl)"
 [ "$installed" -le 3 ] || fail "the installation sent $installed notifications"
@@ -270,7 +286,7 @@ listed_at=$SECONDS
 paged() { [ "$(pages "${1-ReputationBlacklistListed}" "${2-10.0.0.7}")" -ge 1 ]; }
 wait_for "the new listing's page (a poll plus a minute)" $((poll + 60)) paged
 took=$((SECONDS - listed_at))
-sleep 20
+let_pass 20 "a group_interval: a second page for the same listing would come by then"
 [ "$(pages)" = 1 ] || fail "the new listing paged $(pages) times: $(cat "$work"/notified-*pager.jsonl)"
 page_is_named 10.0.0.7 "Spamhaus DBL" || fail "the page does not name the blacklist once for the account"
 echo "alertmanager: two replicas, a new listing paged once, ${took}s after the API showed it, naming the blacklist"
@@ -281,7 +297,7 @@ stop_replica 1
 start_replica 1
 wait_for "the restarted replica serving the listing again" 60 \
     equals "reputation_blacklist_listed{job=\"reputation\",instance=\"127.0.0.1:${replica_ports[0]}\",asset=\"10.0.0.7\",blacklist=\"Spamhaus DBL\"}" 1
-sleep 30
+let_pass 30 "a page's group_wait: a notification the restart caused would come by then"
 [ "$(total)" = "$before" ] || fail "a replica's restart sent notifications: $(tail -n 2 "$work"/notified-*.jsonl)"
 stop_replica 2
 serving=("${replica_ports[0]}")
@@ -300,10 +316,10 @@ echo "alertmanager: a replica's restart sent nothing; a replica down was a ticke
 before=$(pages)
 kill -TERM "$prometheus_pid"
 wait "$prometheus_pid" || true
-sleep 40
+let_pass 40 "Prometheus down for twice its query look-back (20s)"
 start_prometheus
 wait_for "Prometheus back" 60 curl -sf -o /dev/null "http://127.0.0.1:$prometheus_port/-/ready"
-sleep 45
+let_pass 45 "an evaluation and two group_intervals: a resolution or page the restart caused would come by then"
 [ "$(pages)" = "$before" ] || fail "Prometheus' restart paged again: $(tail -n 1 "$work"/notified-*pager.jsonl)"
 [ "$(notifications pager ReputationBlacklistListed 10.0.0.7 resolved)" = 0 ] ||
     fail "Prometheus' restart resolved the page"
@@ -345,8 +361,7 @@ back() { equals 'count(ALERTS{alertname="ReputationBlacklistListed",asset="10.0.
 wait_for "the listing's alert firing again with the data" 60 back
 not_stale() { [ -z "$(query 'ALERTS{alertname="ReputationDataStale"}')" ]; }
 wait_for "the outage's page resolved" 60 not_stale
-# Two of Alertmanager's group intervals (20s here) for anything it would send about it.
-sleep 45
+let_pass 45 "two group_intervals after the outage: anything it would send about the listing comes by then"
 [ "$(pages)" = $((before + 1)) ] || fail "the outage paged $(($(pages) - before)) times; sent: $(sent)"
 [ "$(pages ReputationDataStale)" = 1 ] || fail "the outage's page was not the one sent"
 [ "$(notifications pager ReputationBlacklistListed 10.0.0.8 resolved)" = 0 ] ||
@@ -357,21 +372,20 @@ wait_for "the listing's delisting resolving it" 60 gone_listing
 echo "alertmanager: an API outage past metrics.max_age paged once; the listing paging before it was held, not resolved or paged again"
 
 # 7. Reports split over the replicas.
+rounds_1=$(rounds_ended 1)
+rounds_2=$(rounds_ended 2)
 stop_replica 1
 stop_replica 2
 start_replica 1 1/2
 start_replica 2 2/2
-for port in "${replica_ports[@]}"; do
-    wait_for "a split replica ready" 60 curl -sf -o /dev/null "http://127.0.0.1:$port/-/ready"
-done
-sleep 20
+wait_for "the split replicas' first report rounds" 60 first_rounds_ended 1 "$rounds_1" 2 "$rounds_2"
 before=$(pages)
 list_on 10.0.0.9 "Spamhaus DBL"
 listed_at=$SECONDS
 wait_for "split reports: the new listing's page (a poll plus a minute)" $((poll + 60)) \
     paged "" 10.0.0.9
 took=$((SECONDS - listed_at))
-sleep 30
+let_pass 30 "a page's group_wait: a second page from the other replica would come by then"
 [ "$(pages)" = $((before + 1)) ] || fail "split reports: the new listing paged $(($(pages) - before)) times; sent: $(sent)"
 page_is_named 10.0.0.9 "Spamhaus DBL" || fail "split reports: the page does not name the blacklist"
 delist 10.0.0.9 "Spamhaus DBL"
@@ -379,24 +393,24 @@ resolved_split() { [ -z "$(query 'ALERTS{asset="10.0.0.9"}')" ]; }
 wait_for "split reports: the delisting resolving the alert" 60 resolved_split
 gone_split() { ! active ReputationBlacklistListed 10.0.0.9; }
 wait_for "split reports: Alertmanager letting go of the resolved page" 30 gone_split
-sleep 20
+let_pass 20 "a group_interval: a page the delisting caused would come by then"
 [ "$(pages)" = $((before + 1)) ] || fail "split reports: the delisting paged"
 echo "alertmanager: reports split over the replicas, a new listing paged once (${took}s), its delisting resolved once"
 
 # 8. One exporter, reports at 1h: a new listing pages within a poll plus a minute, named.
+rounds_1=$(rounds_ended 1)
 stop_replica 1
 stop_replica 2
 start_replica 1
 serving=("${replica_ports[0]}")
-wait_for "the single exporter ready" 60 curl -sf -o /dev/null "http://127.0.0.1:${replica_ports[0]}/-/ready"
-sleep 30
+wait_for "the single exporter's first report round" 60 first_rounds_ended 1 "$rounds_1"
 before=$(pages)
 list_on 10.0.0.11 "SpamCop"
 listed_at=$SECONDS
 wait_for "one exporter: the new listing's page (a poll plus a minute)" $((poll + 60)) \
     paged ReputationBlacklistListed 10.0.0.11
 took=$((SECONDS - listed_at))
-sleep 20
+let_pass 20 "a group_interval: a second page would come by then"
 [ "$(pages)" = $((before + 1)) ] || fail "one exporter: the new listing paged $(($(pages) - before)) times; sent: $(sent)"
 page_is_named 10.0.0.11 "SpamCop" || fail "one exporter: the page does not name the blacklist"
 echo "alertmanager: one exporter with reports at 1h, a new listing paged ${took}s after the API showed it, naming SpamCop"
@@ -406,8 +420,7 @@ echo "alertmanager: one exporter with reports at 1h, a new listing paged ${took}
 before=$(pages)
 tickets_before=$(($(notifications tickets ReputationApiDown) + $(notifications tickets ReputationDataStale)))
 edit 's["flaky"] = True'
-# A minute of 503s: the wall time this step is about.
-sleep 60
+let_pass 60 "a minute of 503s"
 edit 's["flaky"] = False'
 retried=$(query 'sum(reputation_api_requests_total{job="reputation",code="503"})')
 [ "${retried%.*}" -ge 10 ] || fail "the API's 503s never reached the exporter ($retried)"

@@ -10,35 +10,9 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 exporter_bin=${1:-target/release/reputation-exporter}
-work=$(mktemp -d)
-pids=()
-cleanup() {
-    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    rm -rf "$work"
-}
-trap cleanup EXIT
-
-fail() {
-    echo "e2e: FAILED: $*" >&2
-    echo "--- exporter log" >&2; tail -n 20 "$work/exporter.log" >&2 || true
-    echo "--- TLS exporter log" >&2; tail -n 20 "$work/exporter-tls.log" >&2 || true
-    echo "--- prometheus log" >&2; tail -n 20 "$work/prometheus.log" >&2 || true
-    exit 1
-}
-
-free_port() {
-    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-
-# Waits up to $1 seconds for the command after it to succeed.
-wait_for() {
-    local deadline=$((SECONDS + $1)); shift
-    until "$@"; do
-        [ "$SECONDS" -lt "$deadline" ] || return 1
-        sleep 1
-    done
-}
+e2e_name=e2e
+# shellcheck source=tests/e2e/lib.sh
+. tests/e2e/lib.sh
 
 exporter_port=$(free_port)
 prometheus_port=$(free_port)
@@ -46,8 +20,7 @@ prometheus_port=$(free_port)
 "$exporter_bin" --demo --web.listen-address "127.0.0.1:$exporter_port" \
     >"$work/exporter.log" 2>&1 &
 pids+=($!)
-wait_for 20 curl -sf -o /dev/null "http://127.0.0.1:$exporter_port/-/ready" ||
-    fail "the exporter never became ready"
+wait_for "the exporter ready" 20 curl -sf -o /dev/null "http://127.0.0.1:$exporter_port/-/ready"
 
 # The second exporter: TLS with a CA made for this run, client certificates required, and a
 # bcrypt-hashed password (of "e2e-scrape-password", cost 6).
@@ -81,9 +54,8 @@ pids+=($!)
 tls_curl() {
     curl -s --cacert "$tls/ca.crt" "$@"
 }
-wait_for 20 tls_curl -f -o /dev/null --cert "$tls/client.crt" --key "$tls/client.key" \
-    -u prometheus:e2e-scrape-password "https://127.0.0.1:$tls_port/-/ready" ||
-    fail "the TLS exporter never became ready"
+wait_for "the TLS exporter ready" 20 tls_curl -f -o /dev/null --cert "$tls/client.crt" \
+    --key "$tls/client.key" -u prometheus:e2e-scrape-password "https://127.0.0.1:$tls_port/-/ready"
 if tls_curl -o /dev/null -u prometheus:e2e-scrape-password "https://127.0.0.1:$tls_port/metrics"; then
     fail "the TLS exporter answered a client without a certificate"
 fi
@@ -99,7 +71,7 @@ sed -e "s/scrape_interval: .*/scrape_interval: 2s/" \
     -e "/reputation-exporter-2/d" \
     -e "s/reputation-exporter-1:9525/127.0.0.1:$exporter_port/" \
     deploy/prometheus/scrape.yml >"$work/scrape.yml"
-sed -e "s/for: .*/for: 0s/" deploy/prometheus/alerts.yml >"$work/alerts.yml"
+sed -e "s/for: .*/for: 0s/" -e 's/interval: "5m"/interval: "2s"/' deploy/prometheus/alerts.yml >"$work/alerts.yml"
 sed -e 's/interval: "5m"/interval: "2s"/' deploy/prometheus/rules.yml >"$work/rules.yml"
 {
     echo "global:"
@@ -143,8 +115,7 @@ has_series() {
     [ "$n" -ge "$2" ]
 }
 
-wait_for 30 curl -sf -o /dev/null "http://127.0.0.1:$prometheus_port/-/ready" ||
-    fail "Prometheus never became ready"
+wait_for "Prometheus ready" 30 curl -sf -o /dev/null "http://127.0.0.1:$prometheus_port/-/ready"
 
 target_up() {
     curl -sf "$api/targets" | python3 -c '
@@ -152,9 +123,8 @@ import json, sys
 targets = json.load(sys.stdin)["data"]["activeTargets"]
 sys.exit(0 if targets and all(t["health"] == "up" for t in targets) else 1)'
 }
-wait_for 30 target_up || fail "a target is not up: $(curl -s "$api/targets")"
-wait_for 20 has_series 'reputation_up{job="reputation-tls"} == 1' 1 ||
-    fail "no reputation_up from the TLS exporter"
+wait_for "every target up" 30 target_up
+wait_for "reputation_up from the TLS exporter" 20 has_series 'reputation_up{job="reputation-tls"} == 1' 1
 echo "e2e: both targets up, the TLS one scraped over mutual TLS with basic auth"
 
 # The scraped scores are the exporter's: compare one asset's value with /metrics (the demo
@@ -167,23 +137,23 @@ same_score() {
         python3 -c 'import json,sys; r=json.load(sys.stdin); print(r[0]["value"][1] if r else "")')
     [ -n "$served" ] && [ "$served" = "$stored" ]
 }
-wait_for 30 same_score || fail "reputation_senderscore in Prometheus differs from /metrics"
+wait_for "reputation_senderscore in Prometheus as /metrics serves it" 30 same_score
 served_series=$(curl -sf "http://127.0.0.1:$exporter_port/metrics" | grep -c '^reputation_senderscore{')
-wait_for 20 has_series 'reputation_senderscore{job="reputation"}' "$served_series" ||
-    fail "Prometheus has fewer reputation_senderscore series than the exporter serves ($served_series)"
+wait_for "as many reputation_senderscore series as the exporter serves ($served_series)" 20 \
+    has_series 'reputation_senderscore{job="reputation"}' "$served_series"
 echo "e2e: $served_series reputation_senderscore series, values as served"
 
-wait_for 30 has_series 'account_kind:reputation_senderscore:min{account="main"}' 2 ||
-    fail "recording rule account_kind:reputation_senderscore:min"
-wait_for 30 has_series 'account_kind:reputation_snds_reputation:count{account="main"}' 2 ||
-    fail "recording rule account_kind:reputation_snds_reputation:count"
-wait_for 30 has_series 'asset:reputation_senderscore:bottomk{account="main"}' 25 ||
-    fail "recording rule asset:reputation_senderscore:bottomk"
+wait_for "recording rule account_kind:reputation_senderscore:min" 30 \
+    has_series 'account_kind:reputation_senderscore:min{account="main"}' 2
+wait_for "recording rule account_kind:reputation_snds_reputation:count" 30 \
+    has_series 'account_kind:reputation_snds_reputation:count{account="main"}' 2
+wait_for "recording rule asset:reputation_senderscore:bottomk" 30 \
+    has_series 'asset:reputation_senderscore:bottomk{account="main"}' 25
 echo "e2e: recording rules evaluated"
 
 # The demo always has addresses scored below 70.
-wait_for 30 has_series 'ALERTS{alertname="ReputationSenderScoreLow",alertstate="firing"}' 1 ||
-    fail "ReputationSenderScoreLow is not firing"
+wait_for "ReputationSenderScoreLow firing" 30 \
+    has_series 'ALERTS{alertname="ReputationSenderScoreLow",alertstate="firing"}' 1
 echo "e2e: ReputationSenderScoreLow firing"
 if has_series 'ALERTS{alertname=~"ReputationApiTokenRejected|ReputationExporterDown",alertstate="firing"}' 1; then
     fail "an alert that the demo must not trigger is firing"
