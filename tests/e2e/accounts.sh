@@ -67,15 +67,13 @@ a="127.0.0.1:${ports[0]}"
 b="127.0.0.1:${ports[1]}"
 every=$(sorted "eu@$a=1" "eu@$b=1" "us@$a=1" "us@$b=1")
 exporters=$(sorted "$a=1" "$b=1")
-deadline=$((SECONDS + 180))
 # Each job is scraped first at its own offset within the interval: wait for all of them.
-until [ "$(query 'up{job="reputation"}' 2>/dev/null)" = "$every" ] &&
-    [ "$(query 'reputation_up{job="reputation"}' 2>/dev/null)" = "$every" ] &&
-    [ "$(query 'up{job="reputation-exporter"}' 2>/dev/null)" = "$exporters" ]; do
-    [ "$SECONDS" -lt "$deadline" ] ||
-        fail "not both accounts on both replicas and the exporters' own /metrics up: up $(query 'up' || true); reputation_up $(query 'reputation_up' || true)"
-    sleep 1
-done
+all_up() {
+    [ "$(query 'up{job="reputation"}' 2>/dev/null)" = "$every" ] &&
+        [ "$(query 'reputation_up{job="reputation"}' 2>/dev/null)" = "$every" ] &&
+        [ "$(query 'up{job="reputation-exporter"}' 2>/dev/null)" = "$exporters" ]
+}
+wait_for "both accounts on both replicas and the exporters' own /metrics up" 180 all_up
 assets=$(query 'sum by (account) (max without (instance) (reputation_assets{job="reputation"}))')
 [ "$assets" = "eu=10 us=5" ] || fail "assets per account: $assets"
 echo "accounts: Prometheus scrapes both accounts on both replicas through /probe, one value each: $assets"

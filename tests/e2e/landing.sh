@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The landing page as a person sees it: the exporter in --demo mode, its page loaded by a real
 # headless Chromium (Debian's), the rendered DOM checked for the summary, the coloured cells,
-# the blacklists, the schedule and the legend, and a screenshot left in target/landing.png;
+# the blacklists, the schedule, the legend and the next steps with the address the page was
+# reached at, and the screenshot (target/landing.png) checked for the colours a person sees;
 # then an exporter with two accounts, one of them down, whose page must say why that one has no
 # data and lead to the other's assets (target/landing-accounts.png). Everything listens on
 # 127.0.0.1 and is stopped on exit.
@@ -21,11 +22,8 @@ pids+=($!)
 url="http://127.0.0.1:$port"
 
 # Ready, and the first asset reports in (the demo turns them on).
-deadline=$((SECONDS + 60))
-until curl -sf "$url/metrics" | grep '^reputation_blacklist_listed{.*} 1$' >/dev/null; do
-    [ "$SECONDS" -lt "$deadline" ] || fail "no blacklist listing within 60 s"
-    sleep 1
-done
+listed() { curl -sf "$url/metrics" | grep -q '^reputation_blacklist_listed{.*} 1$'; }
+wait_for "a blacklist listing from the demo's reports" 60 listed
 
 chromium() {
     command chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
@@ -52,7 +50,16 @@ if grep -q '<script' "$work/dom.html"; then fail "the page has a script"; fi
 mkdir -p target
 chromium --screenshot="$PWD/target/landing.png" --window-size=1280,1024 "$url/" ||
     fail "no screenshot"
-[ -s target/landing.png ] || fail "empty screenshot"
+# What the screenshot shows: the whole window, with the demo banner and the Sender Score cells
+# coloured bad and good as the legend says (the page's own colours, in pixels of their own).
+python3 tests/e2e/png_colours.py target/landing.png fff3cd f8d7da d4edda >"$work/shot.txt" ||
+    fail "the screenshot cannot be read"
+[ "$(head -n 1 "$work/shot.txt")" = 1280x1024 ] || fail "the screenshot is $(head -n 1 "$work/shot.txt")"
+for colour in fff3cd f8d7da d4edda; do
+    pixels=$(awk -v c="$colour" '$1 == c {print $2}' "$work/shot.txt")
+    [ "${pixels:-0}" -ge 200 ] || fail "the screenshot shows $pixels pixels of #$colour"
+done
+echo "landing: the screenshot shows the demo banner and cells coloured bad and good ($(tr '\n' ' ' <"$work/shot.txt"))"
 
 # Two accounts: `up` polls a simulated API, `down` a port where nothing listens.
 simulated up_url "$exporter_bin" 12
@@ -76,11 +83,7 @@ port=$(free_port)
     >"$work/accounts.log" 2>&1 &
 pids+=($!)
 url="http://127.0.0.1:$port"
-deadline=$((SECONDS + 60))
-until curl -sf -o /dev/null "$url/-/ready"; do
-    [ "$SECONDS" -lt "$deadline" ] || fail "the two accounts were never polled"
-    sleep 1
-done
+wait_for "the two accounts polled" 60 curl -sf -o /dev/null "$url/-/ready"
 chromium --dump-dom "$url/" >"$work/accounts.html" || fail "chromium could not load the page"
 down_row=$(grep -o '<tr><td><a href="/?account=down">down</a>.*' "$work/accounts.html" | sed 's#</tr>.*##')
 [ -n "$down_row" ] || fail "no row for the account that is down"

@@ -26,17 +26,18 @@ try_it=$(awk '/^## Try it/{s=1} s && /^```sh/{b=1; next} b && /^```/{exit} b{pri
 curl_line=$(grep -o -m1 'curl localhost:9525/metrics' README.md) || fail "Try it has no curl"
 bash -c "$try_it" >"$work/try-it.log" 2>&1 &
 try_pid=$!
-deadline=$((SECONDS + 600))
-until $curl_line 2>/dev/null | grep '^reputation_up 1$' >/dev/null; do
-    [ "$SECONDS" -lt "$deadline" ] || fail "Try it: the demo does not serve"
+# The first build takes minutes on a fresh machine.
+serving() {
     kill -0 "$try_pid" 2>/dev/null || fail "Try it: the demo stopped"
-    sleep 1
-done
+    $curl_line 2>/dev/null | grep -q '^reputation_up 1$'
+}
+wait_for "Try it: the demo serving" 600 serving
 # cargo run execs the exporter in its place (or runs it as its child): stop both.
 pkill -P "$try_pid" 2>/dev/null || true
 kill "$try_pid" 2>/dev/null || true
 wait "$try_pid" 2>/dev/null || true
-for _ in $(seq 100); do curl -s -o /dev/null localhost:9525/ || break; sleep 0.1; done
+port_free() { ! curl -s -o /dev/null localhost:9525/; }
+wait_for --every 0.1 "the demo's port free again" 10 port_free
 echo "readme: Try it served the demo"
 
 # The simulated API as the README tells a reader without an account to start it, in the
@@ -44,7 +45,7 @@ echo "readme: Try it served the demo"
 simulate=$(grep -o -m1 'cargo run --release -- simulate[^`]*' README.md) || fail "the README does not say how to simulate"
 bash -c "$simulate" >"$work/api.url" 2>"$work/simulate.log" &
 pids+=($!)
-for _ in $(seq 600); do [ -s "$work/api.url" ] && break; sleep 0.1; done
+wait_for --every 0.1 "the simulated API's address" 60 test -s "$work/api.url"
 api=$(head -n 1 "$work/api.url")
 [ -n "$api" ] || fail "the simulated API printed no address"
 
@@ -80,12 +81,11 @@ fi
 pids+=($!)
 
 # Ready, then the whole simulated fleet served (the two lists arrive one after the other).
-deadline=$((SECONDS + 600))
-until curl -sf http://127.0.0.1:9525/metrics | grep '^reputation_assets{kind="ip"} 16$' >/dev/null; do
-    [ "$SECONDS" -lt "$deadline" ] || fail "the simulated fleet is not served"
+fleet_served() {
     kill -0 "${pids[1]}" 2>/dev/null || fail "the block stopped"
-    sleep 1
-done
+    curl -sf http://127.0.0.1:9525/metrics | grep -q '^reputation_assets{kind="ip"} 16$'
+}
+wait_for "the simulated fleet served" 600 fleet_served
 token="$home/.config/reputation-exporter/token"
 [ "$(stat -c %a "$token")" = 600 ] || fail "the token file is not mode 0600"
 [ "$(stat -c %a "$(dirname "$token")")" = 700 ] || fail "the directory is not mode 0700"

@@ -71,13 +71,12 @@ systemd-socket-activate -E "$environment" "${listen_flags[@]}" "$exporter_bin" -
     >"$work/activated.log" 2>&1 &
 activated_pid=$!
 pids+=("$activated_pid")
+answers_on() {
+    curl -sf --max-time 10 "http://127.0.0.1:$1/metrics" | grep -q '^reputation_exporter_build_info{'
+}
 for activated_port in "${activated_ports[@]}"; do
-    deadline=$((SECONDS + 60))
-    until curl -sf --max-time 10 "http://127.0.0.1:$activated_port/metrics" |
-        grep -q '^reputation_exporter_build_info{'; do
-        [ "$SECONDS" -lt "$deadline" ] || fail "the socket-activated exporter never answered on $activated_port"
-        sleep 0.5
-    done
+    wait_for --every 0.5 "the socket-activated exporter answering on $activated_port" 60 \
+        answers_on "$activated_port"
     grep -q "msg=listening address=127.0.0.1:$activated_port " "$work/activated.log" ||
         fail "the socket-activated exporter does not say it listens on $activated_port"
 done
@@ -120,21 +119,15 @@ strace -f -qq -o "$work/serve.strace" "$exporter_bin" --demo --web.listen-addres
     >"$work/serve.log" 2>&1 &
 strace_pid=$!
 pids+=("$strace_pid")
-deadline=$((SECONDS + 60))
-until curl -sf "http://127.0.0.1:$port/metrics" | grep '^reputation_asset_tag_info{' >/dev/null; do
-    [ "$SECONDS" -lt "$deadline" ] || fail "the traced exporter never served report series"
-    sleep 1
-done
+reports_served() { curl -sf "http://127.0.0.1:$port/metrics" | grep -q '^reputation_asset_tag_info{'; }
+wait_for "the traced exporter serving report series" 60 reports_served
 curl -sf -o /dev/null -H 'Accept-Encoding: gzip' "http://127.0.0.1:$port/metrics"
 curl -sf -o /dev/null "http://127.0.0.1:$port/"
 traced=$(pgrep -P "$strace_pid")
 traced=${traced%%$'\n'*}
 [ -n "$traced" ] || fail "no exporter under strace"
 kill -HUP "$traced"
-until grep -q 'configuration reloaded' "$work/serve.log"; do
-    [ "$SECONDS" -lt "$deadline" ] || fail "no reload under strace"
-    sleep 0.5
-done
+wait_for --every 0.5 "the reload under strace" 60 grep -q 'configuration reloaded' "$work/serve.log"
 curl -sf -o /dev/null "http://127.0.0.1:$port/metrics"
 curl -sf -o /dev/null -X POST "http://127.0.0.1:$port/-/reload"
 kill -TERM "$traced"
