@@ -2,11 +2,15 @@
 //! before basic auth. `burst` requests may come at once; one more is allowed per `interval`;
 //! beyond that the answer is 429.
 
+use std::num::NonZeroU32;
 use std::sync::Mutex;
 use std::time::Duration;
 
+use governor::clock::{Clock, DefaultClock};
+use governor::middleware::NoOpMiddleware;
+use governor::state::{InMemoryState, NotKeyed};
+use governor::{Quota, RateLimiter};
 use serde::Deserialize;
-use tokio::time::Instant;
 
 use super::WebConfigError;
 
@@ -66,54 +70,54 @@ fn parse_duration(text: &str) -> Option<Duration> {
     Duration::try_from(length).ok()
 }
 
+/// A limiter on `C`'s time.
+type Limiter<C> = RateLimiter<NotKeyed, InMemoryState, C, NoOpMiddleware<<C as Clock>::Instant>>;
+
 /// The bucket of the limit in force: kept while the file's limit stays the same (a reload of
-/// an unchanged limit must not hand out a new burst), full again when it changes.
+/// an unchanged limit must not hand out a new burst), full again when it changes. governor's
+/// GCRA is the token bucket of Go's `x/time/rate` that exporter-toolkit uses.
 #[derive(Debug, Default)]
-pub(super) struct Bucket {
-    state: Mutex<Option<State>>,
+pub(super) struct Bucket<C: Clock = DefaultClock> {
+    clock: C,
+    limiter: Mutex<Option<(RateLimit, Limiter<C>)>>,
 }
 
-#[derive(Debug)]
-struct State {
-    limit: RateLimit,
-    /// Requests allowed now, fractions included.
-    tokens: f64,
-    /// When `tokens` was counted.
-    at: Instant,
-}
-
-impl Bucket {
+impl<C: Clock + Clone> Bucket<C> {
     /// Takes a token for one request under `limit`; when there is none, how long until there
     /// is one.
     pub(super) fn take(&self, limit: Option<RateLimit>) -> Result<(), Duration> {
-        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let mut held = self.limiter.lock().unwrap_or_else(|e| e.into_inner());
         let Some(limit) = limit else {
-            *state = None;
+            *held = None;
             return Ok(());
         };
-        let now = Instant::now();
-        let bucket = match state.as_mut() {
-            Some(bucket) if bucket.limit == limit => bucket,
-            _ => state.insert(State {
-                limit,
-                tokens: f64::from(limit.burst),
-                at: now,
-            }),
+        let limiter = match held.take() {
+            Some((kept, limiter)) if kept == limit => &held.insert((kept, limiter)).1,
+            _ => {
+                let limiter = RateLimiter::direct_with_clock(limit.quota(), self.clock.clone());
+                &held.insert((limit, limiter)).1
+            }
         };
-        let refilled = now.duration_since(bucket.at).as_secs_f64() / limit.interval.as_secs_f64();
-        bucket.tokens = (bucket.tokens + refilled).min(f64::from(limit.burst));
-        bucket.at = now;
-        if bucket.tokens >= 1.0 {
-            bucket.tokens -= 1.0;
-            Ok(())
-        } else {
-            Err(limit.interval.mul_f64(1.0 - bucket.tokens))
-        }
+        limiter
+            .check()
+            .map_err(|refused| refused.wait_time_from(self.clock.now()))
+    }
+}
+
+impl RateLimit {
+    /// One request per `interval`, `burst` at once.
+    fn quota(self) -> Quota {
+        let burst = NonZeroU32::new(self.burst).unwrap_or(NonZeroU32::MIN);
+        Quota::with_period(self.interval)
+            .unwrap_or_else(|| Quota::per_second(burst))
+            .allow_burst(burst)
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use governor::clock::FakeRelativeClock;
+
     use super::*;
 
     fn limit(interval: &str, burst: u64) -> Result<Option<RateLimit>, String> {
@@ -154,30 +158,30 @@ mod tests {
         );
     }
 
-    #[tokio::test(start_paused = true)]
-    async fn a_burst_passes_then_one_request_per_interval() {
-        let bucket = Bucket::default();
+    #[test]
+    fn a_burst_passes_then_one_request_per_interval() {
+        let bucket = Bucket::<FakeRelativeClock>::default();
         let limit = limit("1s", 3).unwrap();
         for request in 0..3 {
             assert_eq!(bucket.take(limit), Ok(()), "request {request} of the burst");
         }
         assert_eq!(bucket.take(limit), Err(Duration::from_secs(1)));
-        tokio::time::advance(Duration::from_millis(250)).await;
+        bucket.clock.advance(Duration::from_millis(250));
         assert_eq!(bucket.take(limit), Err(Duration::from_millis(750)));
-        tokio::time::advance(Duration::from_millis(750)).await;
+        bucket.clock.advance(Duration::from_millis(750));
         assert_eq!(bucket.take(limit), Ok(()), "one more after an interval");
         assert!(bucket.take(limit).is_err());
         // A long pause refills the burst, no more.
-        tokio::time::advance(Duration::from_secs(60)).await;
+        bucket.clock.advance(Duration::from_secs(60));
         for _ in 0..3 {
             assert_eq!(bucket.take(limit), Ok(()));
         }
         assert!(bucket.take(limit).is_err());
     }
 
-    #[tokio::test(start_paused = true)]
-    async fn the_bucket_lasts_while_the_limit_is_unchanged_and_starts_full_when_it_changes() {
-        let bucket = Bucket::default();
+    #[test]
+    fn the_bucket_lasts_while_the_limit_is_unchanged_and_starts_full_when_it_changes() {
+        let bucket = Bucket::<FakeRelativeClock>::default();
         let hourly = limit("1h", 1).unwrap();
         assert_eq!(bucket.take(hourly), Ok(()));
         // The same limit read again from a reloaded file: still empty.
