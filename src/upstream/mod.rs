@@ -390,6 +390,14 @@ impl Client {
     }
 }
 
+/// What stays as it is in an asset's path segment: RFC 3986's unreserved characters
+/// (`A-Z a-z 0-9 - . _ ~`); everything else is percent-encoded, `/`, `?`, `%` and `:` among them.
+const PATH_SEGMENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
+
 /// The path of one asset's report: the name percent-encoded as one path segment, so that
 /// `../user` or `a/b?c` can only ever reach `/api/v1/asset/...`. `None` for the names no
 /// encoding makes safe (`.`, `..`, empty): URL parsers resolve those, encoded or not, as "this"
@@ -398,15 +406,8 @@ pub fn asset_path(name: &str) -> Option<String> {
     if matches!(name, "" | "." | "..") {
         return None;
     }
-    let mut out = String::from(Endpoint::Asset.path());
-    for byte in name.bytes() {
-        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~') {
-            out.push(char::from(byte));
-        } else {
-            out.push_str(&format!("%{byte:02X}"));
-        }
-    }
-    Some(out)
+    let segment = percent_encoding::utf8_percent_encode(name, PATH_SEGMENT);
+    Some(format!("{}{segment}", Endpoint::Asset.path()))
 }
 
 #[cfg(test)]
