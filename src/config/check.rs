@@ -6,9 +6,8 @@
 use std::path::Path;
 
 use figment::error::Kind;
-use figment::providers::Serialized;
 use figment::value::{Dict, Value};
-use figment::{Figment, Profile};
+use figment::Profile;
 
 use super::cli::FLAGS;
 use super::env::{ENV_PREFIX, variable};
@@ -24,21 +23,10 @@ fn closest<'a>(wrong: &str, known: impl IntoIterator<Item = &'a str>) -> Option<
         .map(|(_, name)| name)
 }
 
-/// The fields a settings struct accepts, as its `deny_unknown_fields` knows them: read from the
-/// error it gives for a key no struct has, so that the tree is declared once, by the structs.
-fn fields_of<T: serde::de::DeserializeOwned>() -> &'static [&'static str] {
-    let mut probe = Dict::new();
-    probe.insert("\u{1}".into(), Value::from(0));
-    let Err(errors) = Figment::from(Serialized::defaults(probe)).extract::<T>() else {
-        return &[];
-    };
-    errors
-        .into_iter()
-        .find_map(|e| match e.kind {
-            Kind::UnknownField(_, expected) => Some(expected),
-            _ => None,
-        })
-        .unwrap_or(&[])
+/// The fields a settings struct accepts, as its derived `Deserialize` names them: the tree is
+/// declared once, by the structs.
+fn fields_of<'de, T: serde::Deserialize<'de>>() -> &'static [&'static str] {
+    serde_aux::serde_introspection::serde_introspect::<T>()
 }
 
 /// The keys of one section of the settings tree (those of `[api]` for each
