@@ -163,3 +163,66 @@ async fn a_follow_up_that_fails_is_asked_for_again_at_the_next_poll() {
         app.logs()
     );
 }
+
+/// The most report requests in flight at once among `arrivals` (on the paused clock, each
+/// answered `delay` after it arrived, unless it waited for a permit first: then later, so this
+/// counts from arrival, which the simulated API records once a request reaches it).
+fn most_in_flight(arrivals: &[tokio::time::Instant], delay: Duration) -> usize {
+    arrivals
+        .iter()
+        .map(|&at| {
+            arrivals
+                .iter()
+                .filter(|&&other| other <= at && at < other + delay)
+                .count()
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_fleet_wide_change_and_the_round_share_the_report_concurrency() {
+    let assets = 40;
+    let api = SimulatedApi::new(assets, 0);
+    let delay = Duration::from_secs(1);
+    api.set_report_delay(delay);
+    let start = tokio::time::Instant::now();
+    // 5-minute polls, and report rounds as often: the second round begins with the poll that
+    // sees the change.
+    let _app = PausedApp::start(api.clone(), "5m", "1h", |s| {
+        s.asset_reports.enabled = true;
+        s.asset_reports.interval = crate::helpers::duration("5m");
+        s.asset_reports.concurrency = 4;
+    })
+    .await;
+
+    // The first round: every report, four at a time.
+    until(start, 1, 0).await;
+    let first_round = api.arrivals(ASSET);
+    assert_eq!(first_round.len(), assets);
+    assert_eq!(most_in_flight(&first_round, delay), 4);
+
+    // Every asset listed once more at minute 2: the poll of minute 5 follows all of them at
+    // once, while the second round fetches its first reports.
+    let mut items = api.items(List::Ip);
+    for item in &mut items {
+        item["blacklisted"] = json!(item["blacklisted"].as_i64().unwrap() + 1);
+        item["blacklisted_change"] = json!({ "last_check": 1 });
+    }
+    api.set_items(List::Ip, items);
+    until(start, 5, 30).await;
+    let arrivals = api.arrivals(ASSET);
+    let since_the_poll: Vec<_> = arrivals[assets..].to_vec();
+    // The round spreads its 40 requests over its 5 minutes, one every 7.5 s from 5:00: four
+    // by 5:30.
+    assert_eq!(
+        since_the_poll.len(),
+        assets + 4,
+        "every follow-up and the round's requests so far"
+    );
+    assert_eq!(
+        most_in_flight(&since_the_poll, delay),
+        4,
+        "asset_reports.concurrency bounds the round and the follow-ups together"
+    );
+}
