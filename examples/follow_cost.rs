@@ -69,9 +69,12 @@ async fn main() {
         "first round: {assets} reports in {:.1} s",
         started.elapsed().as_secs_f64()
     );
-    // A poll after the first round, with nothing changed.
+    // A poll after the first round, with nothing changed: its whole cycle, as the exporter
+    // times it, once it has ended.
     let seen = sample(&router, last_poll).await.unwrap_or_default();
+    let previous = sample(&router, poll_seconds).await;
     until(async || sample(&router, last_poll).await.unwrap_or_default() > seen).await;
+    until(async || sample(&router, poll_seconds).await != previous).await;
     let quiet = sample(&router, poll_seconds).await.unwrap_or_default();
 
     // Every asset listed once more, as the list says at the API's last check.
@@ -84,7 +87,9 @@ async fn main() {
     api.set_items(List::Ip, items);
     let before = api.requests(REPORTS);
     let seen = sample(&router, last_poll).await.unwrap_or_default();
+    let previous = sample(&router, poll_seconds).await;
     until(async || sample(&router, last_poll).await.unwrap_or_default() > seen).await;
+    until(async || sample(&router, poll_seconds).await != previous).await;
     let changed = sample(&router, poll_seconds).await.unwrap_or_default();
     let polled = Instant::now();
     until(async || api.requests(REPORTS) >= before + assets).await;
