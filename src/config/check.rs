@@ -5,9 +5,9 @@
 
 use std::path::Path;
 
+use figment::Profile;
 use figment::error::Kind;
 use figment::value::{Dict, Value};
-use figment::Profile;
 
 use super::cli::FLAGS;
 use super::env::{ENV_PREFIX, variable};
