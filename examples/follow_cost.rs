@@ -53,6 +53,7 @@ async fn main() {
     settings.api.token = Some(Secret::new(DEMO_TOKEN));
     settings.poll.interval = Duration::from_secs(20);
     settings.asset_reports.enabled = true;
+    settings.state.enabled = false;
     let config = settings.validate(false).expect("a valid configuration");
     let upstreams = Upstreams::default().with(base, api.router());
     let app = App::build_with(&config, upstreams)

@@ -5,19 +5,22 @@
 //! A reload builds a new [`Accounts`] that keeps every account whose configuration did not
 //! change, running, with its data and its report rounds.
 
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::task::JoinSet;
 use tokio::time::Instant;
-use tracing::{Instrument as _, info};
+use tracing::{Instrument as _, info, warn};
 
 use crate::config::{self, AccountConfig, Config, Source};
+use crate::disk::{self, Disk};
 use crate::health::Health;
 use crate::poll::follow::FollowUps;
 use crate::poll::reports::ReportPoller;
 use crate::poll::{Polled, Poller};
 use crate::store::Store;
+use crate::store::instant_at;
 use crate::telemetry::Telemetry;
 use crate::upstream::{Client, ClientError, InProcess};
 use crate::vocabulary::Endpoint;
@@ -86,6 +89,8 @@ pub struct Account {
     /// With `--demo`, the simulated API it polls, served as long as the account (or the one
     /// that takes over from it) lives.
     simulated: Option<SimulatedApi>,
+    /// Where what it knows is kept across restarts, when it is.
+    disk: Option<Arc<Disk>>,
 }
 
 impl Account {
@@ -97,20 +102,31 @@ impl Account {
         config: AccountConfig,
         upstreams: &Upstreams,
         previous: Option<&Account>,
+        state: Option<&Path>,
     ) -> Result<Account, AccountError> {
-        let (health, telemetry, store, upstream) = match previous {
+        let (health, telemetry, store, upstream, disk) = match previous {
             Some(before) => {
                 let upstream = (before.base_url.clone(), before.simulated.clone());
                 let (health, telemetry) = (before.health.clone(), before.telemetry.clone());
-                (health, telemetry, before.store.clone(), upstream)
+                let disk = before.disk.clone();
+                (health, telemetry, before.store.clone(), upstream, disk)
             }
             None => {
                 let health = Arc::new(Health::new(&config.endpoints()));
                 let telemetry = Arc::new(Telemetry::new(health.clone()));
                 let store = Store::new(config.max_age, config.report_max_age(), config.shards);
-                (health, telemetry, store, upstream(&config).await?)
+                (health, telemetry, store, upstream(&config).await?, None)
             }
         };
+        // A new account starts from what its store kept (an account a reload takes over keeps
+        // its own).
+        let restored = match (previous, state, &config.source) {
+            (None, Some(root), Source::Remote { token, .. }) => {
+                restore(&config, root, token, &store, &health).await
+            }
+            _ => None,
+        };
+        let disk = disk.or(restored);
         let (base_url, simulated) = upstream;
         let in_process = upstreams.get(&base_url);
         let client = config.client(
@@ -123,18 +139,28 @@ impl Account {
             .reports
             .enabled
             .then(|| Arc::new(FollowUps::new(config.reports.selection.clone())));
+        let polled_follow = follow.clone();
         let polled = Polled {
             client: client.clone(),
             telemetry: telemetry.clone(),
             health: health.clone(),
             store: store.clone(),
             follow,
+            disk: disk.clone(),
         };
         let mut reports = config
             .reports
             .enabled
             .then(|| ReportPoller::new(polled.clone(), config.reports.clone(), config.max_labels));
         let mut poller = Poller::new(polled, config.poll_interval, config.max_labels);
+        if previous.is_none() && disk.is_some() && !store.reports().is_empty() {
+            // The reports are there: each is fetched when it is due, not all at once, and the
+            // lists are checked against them from the first poll.
+            reports = reports.map(ReportPoller::resume);
+            if let Some(follow) = &polled_follow {
+                follow.arm();
+            }
+        }
         if previous.is_some() {
             // Due as before, or sooner when the new interval is shorter.
             let now = Instant::now();
@@ -158,6 +184,7 @@ impl Account {
             tasks: Mutex::default(),
             base_url,
             simulated,
+            disk,
         })
     }
 
@@ -300,6 +327,7 @@ impl Accounts {
         config: &Config,
         upstreams: &Upstreams,
         previous: Option<&Accounts>,
+        state: Option<&Path>,
     ) -> Result<(Accounts, Changes), AccountError> {
         let mut accounts = Vec::with_capacity(config.accounts.len());
         let mut changes = Changes::default();
@@ -328,7 +356,10 @@ impl Accounts {
                     None
                 }
             };
-            let built = Account::build(account.clone(), upstreams, inherit).await?;
+            // A reload that rebuilds an account (another address or token) opens no store for
+            // it: the running one holds it until it stops; it applies from the next start.
+            let state = state.filter(|_| before.is_none() || inherit.is_some());
+            let built = Account::build(account.clone(), upstreams, inherit, state).await?;
             accounts.push(Arc::new(built));
         }
         if let Some(previous) = previous {
@@ -403,6 +434,106 @@ impl Accounts {
             None => self.polled(),
         }
     }
+}
+
+/// Opens the account's store under `root` (its own directory: `api` for the account of
+/// `[api]`, else its name) and serves what it kept: the lists not older than `metrics.max_age`
+/// and the reports not older than theirs, each with its real age. `None` when no store can be
+/// used (said once by [`Disk::open`]'s caller here).
+async fn restore(
+    config: &AccountConfig,
+    root: &Path,
+    token: &crate::vocabulary::Secret,
+    store: &Arc<Store>,
+    health: &Arc<Health>,
+) -> Option<Arc<Disk>> {
+    let Source::Remote { base_url, .. } = &config.source else {
+        return None;
+    };
+    let dir = root.join(config.name.as_deref().unwrap_or("api"));
+    let identity = disk::Identity::new(
+        base_url,
+        token,
+        config.reports.timezone.iana_name().unwrap_or("UTC"),
+        config.max_labels,
+    );
+    let (max_age, report_max_age) = (config.max_age, config.report_max_age());
+    let (kinds_max_labels, shards) = (config.max_labels, config.shards);
+    let started = std::time::Instant::now();
+    let opened = exporter_web::task::spawn_blocking(move || {
+        let (disk, restored) = Disk::open(&dir, &identity)?;
+        let now = crate::health::unix_now();
+        // The lists' bodies and the reports are read side by side.
+        let (lists, reports) = std::thread::scope(|threads| {
+            let lists: Vec<_> = restored
+                .lists
+                .iter()
+                .filter(|list| now - list.fetched < max_age.as_secs_f64())
+                .map(|list| {
+                    threads.spawn(move || {
+                        let part = disk::read_list(list, kinds_max_labels, shards)?;
+                        Some((part, instant_at(list.fetched)?, list.kind, list.fetched))
+                    })
+                })
+                .collect();
+            let reports = disk.read_reports();
+            let lists: Vec<_> = lists
+                .into_iter()
+                .filter_map(|thread| thread.join().ok().flatten())
+                .collect();
+            (lists, reports)
+        });
+        let reports: Vec<_> = reports?
+            .into_iter()
+            .filter(|(.., fetched)| now - fetched < report_max_age.as_secs_f64())
+            .filter_map(|(kind, name, report, fetched)| {
+                Some((kind, name, report, instant_at(fetched)?, fetched))
+            })
+            .collect();
+        Ok::<_, disk::DiskError>((disk, lists, reports))
+    })
+    .await;
+    let (disk, lists, reports) = match opened {
+        Ok(Ok(opened)) => opened,
+        Ok(Err(error)) => {
+            warn!(
+                error = %error,
+                "the state store cannot be used; the account starts cold and keeps nothing \
+            across restarts"
+            );
+            return None;
+        }
+        Err(_) => return None,
+    };
+    for (_, _, kind, fetched) in &lists {
+        health.restored(Endpoint::list(*kind), *fetched);
+    }
+    if let Some(newest) = reports.iter().map(|r| r.4).reduce(f64::max) {
+        health.restored(Endpoint::Asset, newest);
+    }
+    let read = started.elapsed();
+    let lists: Vec<_> = lists.into_iter().map(|(part, at, ..)| (part, at)).collect();
+    let reports: Vec<_> = reports
+        .into_iter()
+        .map(|(kind, name, report, at, _)| (kind, name, report, at))
+        .collect();
+    let disk = Arc::new(disk);
+    let store = store.clone();
+    let persisted = disk.clone();
+    let (list_count, report_count) = (lists.len(), reports.len());
+    let _ = exporter_web::task::spawn_blocking(move || {
+        store.restore(lists, reports);
+        store.persist_to(persisted);
+    })
+    .await;
+    info!(
+        lists = list_count,
+        reports = report_count,
+        read = ?read,
+        took = ?started.elapsed(),
+        "serving what the state store kept until the API answers"
+    );
+    Some(disk)
 }
 
 /// Where an account's API is: the configured address; with `--demo`, the simulated API, started

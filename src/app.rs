@@ -241,6 +241,8 @@ struct Core {
     running: Mutex<Config>,
     /// Where reloads read the configuration, when the exporter can reload.
     source: Option<ConfigSource>,
+    /// The directory of the accounts' state stores, chosen at start; `None`: off.
+    state: Option<std::path::PathBuf>,
 }
 
 /// Everything the exporter is made of, wired together; its accounts poll once started.
@@ -278,7 +280,8 @@ impl App {
         for warning in &config.warnings {
             warn!("{warning}");
         }
-        let (accounts, _) = Accounts::build(config, &upstreams, None).await?;
+        let state_dir = crate::disk::root(config.state.enabled, config.state.path.as_deref());
+        let (accounts, _) = Accounts::build(config, &upstreams, None, state_dir.as_deref()).await?;
         let process = Arc::new(ProcessMetrics::default());
         process.config_applied(true);
         let (accounts, receiver) = watch::channel(Arc::new(accounts));
@@ -301,6 +304,7 @@ impl App {
                 ready,
                 running: Mutex::new(config.clone()),
                 source: None,
+                state: state_dir,
             }),
             state,
             max_connections: server::max_connections(),
@@ -432,15 +436,21 @@ impl Core {
         if previous.ready() {
             self.ready.store(true, Ordering::Relaxed);
         }
-        let (accounts, mut changes) =
-            match Accounts::build(&config, &self.upstreams, Some(&previous)).await {
-                Ok(built) => built,
-                Err(e) => {
-                    error!(reason = %e, "reload refused; the running configuration stays");
-                    self.process.config_applied(false);
-                    return Err(e);
-                }
-            };
+        let (accounts, mut changes) = match Accounts::build(
+            &config,
+            &self.upstreams,
+            Some(&previous),
+            self.state.as_deref(),
+        )
+        .await
+        {
+            Ok(built) => built,
+            Err(e) => {
+                error!(reason = %e, "reload refused; the running configuration stays");
+                self.process.config_applied(false);
+                return Err(e);
+            }
+        };
         accounts.start();
         self.accounts.send_replace(Arc::new(accounts));
         self.process.config_applied(true);
@@ -472,6 +482,9 @@ fn restart_only(running: &Config, new: &Config) -> Vec<&'static str> {
     }
     if running.web.config_file.path() != new.web.config_file.path() {
         changed.push("web.config_file");
+    }
+    if running.state != new.state {
+        changed.push("state");
     }
     if running.log.level != new.log.level || running.log.format != new.log.format {
         changed.push("log");

@@ -338,6 +338,17 @@ impl Health {
         e.round = Some((failures, assets));
     }
 
+    /// Records the last success of an endpoint as the state store kept it (Unix time): the
+    /// data's age is what it was, though this process has not polled yet. Whether the endpoint
+    /// is up stays unknown until it is polled.
+    pub fn restored(&self, endpoint: Endpoint, last_success: f64) {
+        let mut state = self.state();
+        let e = state.endpoints.entry(endpoint).or_default();
+        if e.last_success.is_none_or(|known| known < last_success) {
+            e.last_success = Some(last_success);
+        }
+    }
+
     /// Records whether an answer of this endpoint accepted the token.
     pub fn auth(&self, endpoint: Endpoint, accepted: bool) {
         self.state().auth.insert(endpoint, accepted);

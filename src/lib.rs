@@ -14,6 +14,8 @@
 //! - [`exposition`]: the per-asset metric families, OpenMetrics 1.0 and Prometheus text 0.0.4
 //!   writers, and gzip.
 //! - [`snapshot`]: what a scrape serves: each list rendered once, and the assembled body.
+//! - [`disk`]: the state store: each account's lists and reports kept on local disk, so that a
+//!   restart serves them at once and fetches only what is due.
 //! - [`store`]: the latest good data, and the snapshot swapped in on every change.
 //! - [`poll`]: the list poll loop and the asset report loop; what each result does to the store.
 //! - [`config`]: flags, TOML file and environment, layered into typed settings and validated
@@ -40,6 +42,7 @@
 pub mod accounts;
 pub mod app;
 pub mod config;
+pub mod disk;
 pub mod exposition;
 pub mod health;
 pub mod logging;

@@ -11,6 +11,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 use tracing::warn;
 
+use crate::disk::Disk;
 use crate::exposition::Format;
 use crate::model::{Report, Reports};
 use crate::snapshot::{ListPart, Snapshot};
@@ -27,6 +28,8 @@ pub struct Store {
     snapshots: watch::Sender<Arc<Snapshot>>,
     /// How many list poll cycles have ended, successful or not.
     cycles: watch::Sender<u64>,
+    /// Where the reports are kept across restarts, when they are.
+    disk: std::sync::OnceLock<Arc<Disk>>,
 }
 
 #[derive(Debug, Default)]
@@ -64,7 +67,41 @@ impl Store {
             shards,
             snapshots,
             cycles: watch::channel(0).0,
+            disk: std::sync::OnceLock::new(),
         })
+    }
+
+    /// From now on, every report stored or dropped is kept so on `disk` too.
+    pub fn persist_to(&self, disk: Arc<Disk>) {
+        let _ = self.disk.set(disk);
+    }
+
+    /// Serves what the state store kept: the lists, each rendered and fetched at its instant,
+    /// and the reports with theirs; published once, ready.
+    pub fn restore(
+        &self,
+        lists: Vec<(ListPart, Instant)>,
+        reports: Vec<(Kind, String, Report, Instant)>,
+    ) {
+        let mut guard = self.parts();
+        let parts = &mut *guard;
+        for (list, fetched) in lists {
+            let part = Some(Part {
+                fetched,
+                list: Arc::new(list),
+            });
+            match part.as_ref().map(|p| p.list.kind) {
+                Some(Kind::Ip) => parts.ips = part,
+                Some(Kind::Domain) => parts.domains = part,
+                None => {}
+            }
+            parts.ready = true;
+        }
+        let held = Arc::make_mut(&mut parts.reports);
+        for (kind, name, report, fetched) in reports {
+            held.set(kind, name, report, fetched);
+        }
+        self.publish(parts);
     }
 
     /// Records that a list poll cycle ended: every list has answered or given up.
@@ -128,6 +165,12 @@ impl Store {
         if updates.is_empty() {
             return;
         }
+        if let Some(disk) = self.disk.get() {
+            let saved = updates
+                .iter()
+                .map(|(kind, name, report)| (*kind, name.as_str(), report.as_ref()));
+            disk.save_reports(saved, unix_time(fetched));
+        }
         let mut guard = self.parts();
         let parts = &mut *guard;
         let reports = Arc::make_mut(&mut parts.reports);
@@ -174,8 +217,11 @@ impl Store {
                  dropping them"
             );
             let reports = Arc::make_mut(&mut parts.reports);
-            for (kind, name) in stale {
-                reports.remove(kind, &name);
+            for (kind, name) in &stale {
+                reports.remove(*kind, name);
+            }
+            if let Some(disk) = self.disk.get() {
+                disk.forget_reports(stale.iter().map(|(kind, name)| (*kind, name.as_str())));
             }
             dropped = true;
         }
@@ -254,6 +300,17 @@ impl Store {
             });
         }
     }
+}
+
+/// The Unix time of `at`, an instant of this process.
+pub fn unix_time(at: Instant) -> f64 {
+    crate::health::unix_now() - Instant::now().saturating_duration_since(at).as_secs_f64()
+}
+
+/// The instant of this process at Unix time `unix`; never later than now.
+pub fn instant_at(unix: f64) -> Option<Instant> {
+    let age = (crate::health::unix_now() - unix).max(0.0);
+    Instant::now().checked_sub(Duration::from_secs_f64(age))
 }
 
 #[cfg(test)]

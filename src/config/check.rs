@@ -40,6 +40,7 @@ pub(super) fn keys_of(section: &str) -> Option<&'static [&'static str]> {
         "asset_reports" => fields_of::<settings::AssetReportSettings>(),
         "web" => fields_of::<settings::WebSettings>(),
         "log" => fields_of::<settings::LogSettings>(),
+        "state" => fields_of::<settings::StateSettings>(),
         _ => return None,
     })
 }

@@ -43,6 +43,11 @@ pub struct Cli {
     /// Web configuration file (exporter-toolkit format): TLS, mutual TLS, basic auth, headers.
     #[arg(long = "web.config.file", value_name = "FILE")]
     pub web_config_file: Option<String>,
+    /// Directory of the state a restart starts from (the lists and reports last fetched)
+    /// [default: $STATE_DIRECTORY, /var/lib/reputation-exporter or ~/.local/state/reputation-exporter,
+    /// the first that can be written].
+    #[arg(long = "state.path", value_name = "DIR")]
+    pub state_path: Option<String>,
     /// Poll once, print the exposition to stdout, exit 0 when every endpoint answered.
     #[arg(long)]
     pub once: bool,
@@ -103,11 +108,12 @@ impl Common {
 
 /// The configuration keys that flags set, each with its flag, in the order of
 /// [`Cli::flag_values`]. Flags are the last layer, over the file and the environment.
-pub const FLAGS: [(&str, &str); 6] = [
+pub const FLAGS: [(&str, &str); 7] = [
     ("web.listen_address", "--web.listen-address"),
     ("web.systemd_socket", "--web.systemd-socket"),
     ("web.telemetry_path", "--web.telemetry-path"),
     ("web.config_file", "--web.config.file"),
+    ("state.path", "--state.path"),
     ("log.level", "--log.level"),
     ("log.format", "--log.format"),
 ];
@@ -120,13 +126,14 @@ impl Cli {
     }
 
     /// The value given to each flag of [`FLAGS`], in its order.
-    pub fn flag_values(&self) -> [Option<Value>; 6] {
+    pub fn flag_values(&self) -> [Option<Value>; 7] {
         let text = |value: &Option<String>| value.as_deref().map(Value::from);
         [
             (!self.listen_address.is_empty()).then(|| Value::from(self.listen_address.clone())),
             self.systemd_socket.then(|| Value::from(true)),
             text(&self.telemetry_path),
             text(&self.web_config_file),
+            text(&self.state_path),
             text(&self.common.log_level),
             text(&self.common.log_format),
         ]

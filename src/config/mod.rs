@@ -104,8 +104,19 @@ pub struct Config {
     pub web: WebConfig,
     /// Logging.
     pub log: LogConfig,
+    /// The store on local disk that a restart starts from.
+    pub state: StateConfig,
     /// Problems that do not stop the start, to log once logging runs.
     pub warnings: Vec<String>,
+}
+
+/// `[state]`, as the exporter uses it: off for `--demo` and `--once`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StateConfig {
+    /// Whether the lists and reports are kept on disk.
+    pub enabled: bool,
+    /// `state.path`; `None`: the default places, the first that can be written.
+    pub path: Option<std::path::PathBuf>,
 }
 
 /// One account as configured: `[api]` (or `--demo`), or one of `[accounts.NAME]`, with the
@@ -389,6 +400,8 @@ impl Config {
         for account in &mut self.accounts {
             account.retry = account.retry.once();
         }
+        // A one-shot poll neither starts from nor leaves a state.
+        self.state.enabled = false;
         self
     }
 

@@ -31,6 +31,8 @@ pub struct Settings {
     pub web: WebSettings,
     /// Logging.
     pub log: LogSettings,
+    /// What the exporter knows, kept on local disk across restarts.
+    pub state: StateSettings,
     /// Several accounts, by name, each with the keys of `[api]`.
     pub accounts: BTreeMap<String, ApiSettings>,
 }
@@ -152,6 +154,29 @@ pub struct LogSettings {
     /// `logfmt` or `json`.
     #[serde(deserialize_with = "parse::log_format")]
     pub format: LogFormat,
+}
+
+/// `[state]`: the store on local disk that a restart starts from.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct StateSettings {
+    /// Whether the lists and reports are kept on disk.
+    #[serde(deserialize_with = "parse::lenient")]
+    pub enabled: bool,
+    /// The directory (one directory per account under it); by default systemd's
+    /// `$STATE_DIRECTORY`, else `/var/lib/reputation-exporter` where that can be written, else
+    /// the user's `$XDG_STATE_HOME/reputation-exporter` (`~/.local/state/...`).
+    #[serde(deserialize_with = "parse::path")]
+    pub path: Option<PathBuf>,
+}
+
+impl Default for StateSettings {
+    fn default() -> Self {
+        StateSettings {
+            enabled: true,
+            path: None,
+        }
+    }
 }
 
 impl Default for ApiSettings {

@@ -141,6 +141,11 @@ impl Settings {
                 level: self.log.level,
                 format: self.log.format,
             },
+            state: StateConfig {
+                // The demo's data is made up at each start: nothing to keep.
+                enabled: self.state.enabled && !demo,
+                path: self.state.path,
+            },
             warnings,
         })
     }

@@ -408,7 +408,43 @@ pub(crate) fn render_list(assets: &[Asset]) -> Vec<Vec<Piece>> {
 
 /// The sample lines of the reports of one list's assets, one chunk per family of
 /// [`report_families`]. Only assets still in the list count: a report never outlives its asset.
+/// A large list is rendered in parts side by side, one per core, each part's chunks after the
+/// previous part's.
 fn render_reports(list: &ListSamples<'_>, reports: &Reports) -> Vec<Vec<Piece>> {
+    /// Below this many assets one thread renders faster than several start.
+    const PART_MIN: usize = 20_000;
+    let threads = std::thread::available_parallelism().map_or(1, usize::from);
+    let parts = (list.names.len() / PART_MIN).clamp(1, threads);
+    if parts == 1 {
+        return render_reports_of(list.kind, list.names, reports);
+    }
+    let rendered: Vec<Vec<Vec<Piece>>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = list
+            .names
+            .chunks(list.names.len().div_ceil(parts))
+            .map(|names| scope.spawn(move || render_reports_of(list.kind, names, reports)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|handle| {
+                handle
+                    .join()
+                    .unwrap_or_else(|p| std::panic::resume_unwind(p))
+            })
+            .collect()
+    });
+    let mut rendered = rendered.into_iter();
+    let mut families = rendered.next().unwrap_or_default();
+    for part in rendered {
+        for (family, chunks) in families.iter_mut().zip(part) {
+            family.extend(chunks);
+        }
+    }
+    families
+}
+
+/// [`render_reports`] of these assets, on this thread.
+fn render_reports_of(kind: Kind, names: &[Box<str>], reports: &Reports) -> Vec<Vec<Piece>> {
     let mut writer = SampleWriter::default();
     for family in &FAMILIES {
         let Source::Report(write) = family.source else {
@@ -416,13 +452,13 @@ fn render_reports(list: &ListSamples<'_>, reports: &Reports) -> Vec<Vec<Piece>> 
         };
         writer.family();
         let index = writer.open_families() - 1;
-        for name in list.names {
-            if let Some(report) = reports.get(list.kind, name) {
+        for name in names {
+            if let Some(report) = reports.get(kind, name) {
                 let mut samples = Samples {
                     writer: &mut writer,
                     index,
                     family,
-                    kind: list.kind.label(),
+                    kind: kind.label(),
                     asset: name,
                 };
                 write(report, &mut samples);

@@ -13,7 +13,7 @@ use crate::upstream::dto::{AssetReport, Loose};
 use crate::vocabulary::{Field, Kind, Unrecognized};
 
 /// What an asset report adds to an asset.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Report {
     /// Tags, without duplicates or empty ones.
     pub tags: Vec<String>,
@@ -30,7 +30,7 @@ pub struct Report {
 
 /// An asset's blacklisting count and its change at the last check (`blacklisted`,
 /// `blacklisted_change.last_check`), as a list item or a report says them.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Blacklisting {
     /// How many blacklists list the asset.
     pub count: Option<f64>,
@@ -55,7 +55,7 @@ impl Blacklisting {
 }
 
 /// The state of an asset on one blacklist, decided by the newest event.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Listing {
     /// Name of the blacklist.
     pub blacklist: String,

@@ -7,6 +7,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tracing::warn;
 
+use crate::disk::{Disk, ListFile};
 use crate::model::{AssetDecoder, AssetSink, DecodedAssets};
 use crate::telemetry::Telemetry;
 use crate::upstream::dto::{DecodeError, Rejected};
@@ -16,44 +17,66 @@ use crate::vocabulary::{Endpoint, Kind, Unrecognized};
 /// One list, by [`Client::call_streaming`], each asset handed to a sink from `sink` (a new one
 /// for each attempt) as soon as it is decoded, with the refusal rule: a list whose unusable
 /// items outnumber its usable ones fails like a bad body (its rejected items counted in
-/// `reputation_unrecognized_values_total`). The poller renders lists so; `backfill` keeps them.
+/// `reputation_unrecognized_values_total`). The poller renders lists so, and keeps each body
+/// on `disk` as it arrives (to commit once the list is taken); `backfill` keeps the assets.
 pub async fn fetch_list<S: AssetSink>(
     client: &Client,
     telemetry: &Arc<Telemetry>,
-    kind: Kind,
-    max_labels: usize,
+    list: ListRead<'_>,
     sink: impl Fn() -> S,
     deadline: Instant,
     on_retry: impl FnMut(&FetchError, Duration),
-) -> Result<DecodedAssets<S>, FetchError> {
+) -> Result<(DecodedAssets<S>, Option<ListFile>), FetchError> {
+    let ListRead {
+        kind,
+        max_labels,
+        disk,
+    } = list;
     let endpoint = Endpoint::list(kind);
     let decoder = || ListBody {
         assets: AssetDecoder::new(kind, max_labels, sink()),
         telemetry: telemetry.clone(),
+        file: disk.and_then(|disk| disk.list_file(kind)),
     };
     client
         .call_streaming(endpoint, endpoint.path(), deadline, decoder, on_retry)
         .await
 }
 
-/// A list's body decoded as it arrives, with the refusal rule at its end.
+/// Which list [`fetch_list`] fetches, how its items are read, and where its body is kept.
+#[derive(Debug, Clone, Copy)]
+pub struct ListRead<'d> {
+    /// Which list.
+    pub kind: Kind,
+    /// Host names (and tags) kept per asset.
+    pub max_labels: usize,
+    /// The state store its body is written to as it arrives, when there is one.
+    pub disk: Option<&'d Arc<Disk>>,
+}
+
+/// A list's body decoded as it arrives, with the refusal rule at its end, and written to the
+/// state store as it is.
 struct ListBody<S> {
     assets: AssetDecoder<S>,
     telemetry: Arc<Telemetry>,
+    file: Option<ListFile>,
 }
 
 impl<S: AssetSink> BodyDecoder for ListBody<S> {
-    type Output = DecodedAssets<S>;
+    type Output = (DecodedAssets<S>, Option<ListFile>);
     const HEAVY: bool = AssetDecoder::<S>::HEAVY;
 
     fn feed(&mut self, chunk: &[u8]) -> Result<(), DecodeError> {
+        if let Some(file) = &mut self.file {
+            file.write(chunk);
+        }
         self.assets.feed(chunk)
     }
 
-    fn finish(self) -> Result<DecodedAssets<S>, DecodeError> {
+    fn finish(self) -> Result<Self::Output, DecodeError> {
         let decoded = self.assets.finish()?;
         match decoded.refusal() {
-            None => Ok(decoded),
+            None => Ok((decoded, self.file)),
             Some(refused) => {
                 // Counted here: a refused list never reaches its caller.
                 self.telemetry

@@ -13,6 +13,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tracing::{debug, error, info, warn};
 
+use crate::disk::Disk;
 use crate::health::{Failure, Health};
 use crate::model::DecodedAssets;
 use crate::snapshot::ListBuilder;
@@ -22,8 +23,8 @@ use crate::upstream::dto::{self, DecodeError, SystemStatus, User};
 use crate::upstream::{Client, FetchError};
 use crate::vocabulary::{Endpoint, Kind};
 use follow::{FollowUps, Following};
-pub use list::fetch_list;
 use list::log_rejected;
+pub use list::{ListRead, fetch_list};
 
 pub mod follow;
 mod list;
@@ -47,6 +48,8 @@ pub struct Polled {
     /// With asset reports on: the assets whose reports a list poll finds behind, for the
     /// report poller to fetch at once.
     pub follow: Option<Arc<FollowUps>>,
+    /// Where each list taken is kept across restarts, when it is.
+    pub disk: Option<Arc<Disk>>,
 }
 
 /// Polls the API on schedule and feeds the [`Store`].
@@ -273,18 +276,22 @@ impl Poller {
                 _ => Following::unchecked(builder),
             }
         };
+        let list = ListRead {
+            kind,
+            max_labels: self.max_labels,
+            disk: self.account.disk.as_ref(),
+        };
         let result = fetch_list(
             &self.account.client,
             &self.account.telemetry,
-            kind,
-            self.max_labels,
+            list,
             sink,
             cycle.deadline,
             on_retry,
         )
         .await;
         drop(reports);
-        let decoded = match self.settled(endpoint, cycle, result) {
+        let (decoded, file) = match self.settled(endpoint, cycle, result) {
             Ok(decoded) => decoded,
             Err(e) => return self.failed(endpoint, &e),
         };
@@ -343,6 +350,13 @@ impl Poller {
             );
         }
         self.account.health.polled(endpoint, Ok(()));
+        if let Some(file) = file {
+            // Served: kept for the next start too, with the success time the health metrics
+            // say (synced on a blocking thread).
+            let polled_at = self.account.health.endpoint(endpoint).last_success;
+            let at = polled_at.unwrap_or_else(crate::health::unix_now);
+            exporter_web::task::spawn_blocking(move || file.commit(at));
+        }
         if let Some(follow) = follow {
             let queued = follow.ask(kind, behind);
             if queued > 0 {

@@ -77,13 +77,24 @@ pub struct ReportPoller {
     selection: Selection,
     zone: TimeZone,
     max_labels: usize,
-    /// When the first round starts, spread: see [`ReportPoller::first_at`]. `None`: once the
-    /// first list poll has served, at full concurrency.
-    first: Option<Instant>,
+    /// How the first round goes.
+    first: First,
     /// Requests in flight, of rounds and follow-ups together: at most `concurrency`.
     permits: Arc<Semaphore>,
     /// After a 429, no new request of either kind before the wait is over.
     pause: Arc<Pause>,
+}
+
+/// How a report poller's first round goes.
+#[derive(Debug, Clone, Copy)]
+enum First {
+    /// Once the first list poll has served, every report at full concurrency (a cold start).
+    Burst,
+    /// Spread, from this instant ([`ReportPoller::first_at`]: a reload).
+    At(Instant),
+    /// Each report when it is due by the state store's fetch times, the missing ones at once
+    /// ([`ReportPoller::resume`]: a warm start).
+    Resume,
 }
 
 /// What a batch of report requests gave.
@@ -119,7 +130,7 @@ impl ReportPoller {
             selection: schedule.selection,
             zone: schedule.timezone,
             max_labels,
-            first: None,
+            first: First::Burst,
             permits: Arc::new(Semaphore::new(schedule.concurrency.max(1))),
             pause: Arc::new(Pause::default()),
         }
@@ -128,7 +139,16 @@ impl ReportPoller {
     /// The same poller, its first round at `at` and spread (a reload that changed only shared
     /// settings: the reports are there, and a burst would cost the API a round for nothing).
     pub fn first_at(mut self, at: Instant) -> Self {
-        self.first = Some(at);
+        self.first = First::At(at);
+        self
+    }
+
+    /// The same poller after a warm start: the reports the state store kept are in the store
+    /// with their fetch times, so the first round fetches each when it is due (a round after
+    /// its fetch) and the missing ones at once; lists that disagree with a report are followed
+    /// from the first poll.
+    pub fn resume(mut self) -> Self {
+        self.first = First::Resume;
         self
     }
 
@@ -144,14 +164,25 @@ impl ReportPoller {
         // The first round at full concurrency: its series matter most right after a start.
         let mut spread = false;
         match self.first {
-            Some(first) => {
+            First::At(first) => {
                 // The reports are there: follow the lists at once, and go on with spread
                 // rounds on the previous schedule.
                 self.arm_follow_ups();
                 tokio::time::sleep_until(first).await;
                 spread = true;
             }
-            None => {
+            First::Resume => {
+                // From the stored fetch times on: every report one round after its last fetch.
+                self.arm_follow_ups();
+                let mut floor = Instant::now();
+                loop {
+                    let started = Instant::now();
+                    self.due_round(floor).await;
+                    // What failed, or is new, waits a round from this one's start.
+                    floor = started + self.interval;
+                }
+            }
+            First::Burst => {
                 let mut snapshots = self.account.store.subscribe();
                 self.account.store.first_cycle().await;
                 if snapshots.wait_for(|s| s.ready).await.is_err() {
@@ -187,9 +218,11 @@ impl ReportPoller {
             let targets = follow.next().await;
             let started = Instant::now();
             let assets = targets.len();
-            let tally = self
-                .fetch(targets, started, Duration::ZERO, started + self.interval)
-                .await;
+            let targets = targets
+                .into_iter()
+                .map(|(kind, name)| (kind, name, started))
+                .collect();
+            let tally = self.fetch(targets, started + self.interval).await;
             debug!(
                 assets,
                 fetched = tally.fetched,
@@ -199,6 +232,51 @@ impl ReportPoller {
                 "fetched the reports the lists found behind"
             );
         }
+    }
+
+    /// A round after a warm start: every selected asset when its report is due (a round after
+    /// it was fetched, as the state store kept it and as this process fetched it since), not
+    /// before `floor`; so that a restart costs the API what was due anyway.
+    async fn due_round(&self, floor: Instant) {
+        let snapshot = self.account.store.current();
+        let reports = self.account.store.reports();
+        let fetched: std::collections::HashMap<(Kind, &str), Instant> = reports
+            .fetched()
+            .map(|(kind, name, at)| ((kind, name), at))
+            .collect();
+        let mut targets: Vec<(Kind, String, Instant)> = snapshot
+            .names()
+            .filter(|(_, name)| self.selection.selects(name))
+            .map(|(kind, name)| {
+                let due = fetched
+                    .get(&(kind, name))
+                    .map_or(floor, |at| (*at + self.interval).max(floor));
+                (kind, name.to_owned(), due)
+            })
+            .collect();
+        drop(fetched);
+        drop(snapshot);
+        let Some(last) = targets.iter().map(|(.., due)| *due).max() else {
+            // Nothing to fetch: look again a round later.
+            self.account.health.set_next_round(floor + self.interval);
+            tokio::time::sleep_until(floor + self.interval).await;
+            return;
+        };
+        targets.sort_by_key(|(.., due)| *due);
+        let now = Instant::now();
+        debug!(
+            assets = targets.len(),
+            due_now = targets.iter().filter(|(.., due)| *due <= now).count(),
+            "asset report round started, each report when it is due"
+        );
+        self.account.health.set_next_round(last);
+        let tally = self.fetch(targets, last + self.interval).await;
+        debug!(
+            fetched = tally.fetched,
+            not_found = tally.gone,
+            failed = tally.failed(),
+            "asset report round ended"
+        );
     }
 
     /// One round at once, without spreading (for `--once`); true when no report failed.
@@ -236,11 +314,16 @@ impl ReportPoller {
         } else {
             Duration::ZERO
         };
+        let targets = targets
+            .into_iter()
+            .enumerate()
+            .map(|(i, (kind, name))| (kind, name, started + spacing * i as u32))
+            .collect();
         let Tally {
             fetched,
             gone,
             failures,
-        } = self.fetch(targets, started, spacing, due).await;
+        } = self.fetch(targets, due).await;
         let failed: usize = failures.values().sum();
         let took = format!("{:.1}s", started.elapsed().as_secs_f64());
         let why = tally(&failures);
@@ -274,16 +357,10 @@ impl ReportPoller {
     /// Fetches the reports of `targets`, the i-th not before `started + spacing * i`, at most
     /// `concurrency` in flight (with the other batches), retrying until `due`; publishes them
     /// as they arrive, and tells the follow-ups what each gave.
-    async fn fetch(
-        &self,
-        targets: Vec<(Kind, String)>,
-        started: Instant,
-        spacing: Duration,
-        due: Instant,
-    ) -> Tally {
-        let mut results = futures_util::stream::iter(targets.into_iter().enumerate())
-            .map(|(i, (kind, name))| async move {
-                tokio::time::sleep_until(started + spacing * i as u32).await;
+    async fn fetch(&self, targets: Vec<(Kind, String, Instant)>, due: Instant) -> Tally {
+        let mut results = futures_util::stream::iter(targets)
+            .map(|(kind, name, not_before)| async move {
+                tokio::time::sleep_until(not_before).await;
                 let _permit = self.permits.acquire().await;
                 self.pause.wait().await;
                 let outcome = self.fetch_one(&name, due).await;

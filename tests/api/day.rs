@@ -22,6 +22,7 @@ const IP_LIST: &str = "/api/v1/ip-list";
 /// middle of rounds, and a day holds 24 of them), with the accounts named.
 fn config(accounts: &[&str]) -> Config {
     let mut settings = Settings::default();
+    settings.state.enabled = false;
     settings.asset_reports.enabled = true;
     settings.asset_reports.interval = crate::helpers::duration("1h");
     let accounts: Vec<_> = accounts

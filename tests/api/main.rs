@@ -17,4 +17,5 @@ mod process;
 mod reload;
 mod reports;
 mod shards;
+mod state;
 mod structure;

@@ -28,6 +28,7 @@ impl Written {
 
     fn settings(accounts: &[Named]) -> Settings {
         let mut settings = Settings::default();
+        settings.state.enabled = false;
         settings.poll.interval = crate::helpers::duration("1h");
         for (name, url) in accounts {
             let mut api = settings.api.clone();

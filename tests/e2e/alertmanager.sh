@@ -25,7 +25,9 @@
 # 7. Reports split over the replicas (asset_reports.shard 1/2 and 2/2): a new listing pages
 #    once, its delisting resolves once.
 # 8. One exporter: a new listing pages within a poll plus a minute naming the blacklist.
-# 9. 503s that the retries get past send nothing, and ReputationApiDown is not even pending.
+# 9. That exporter restarted mid-listing, warm from its state store (each replica has its own),
+#    the delisting happening while it is down: nothing pages, the first poll resolves it.
+# 10. 503s that the retries get past send nothing, and ReputationApiDown is not even pending.
 #
 # Everything listens on 127.0.0.1 and is stopped on exit.
 # Usage: tests/e2e/alertmanager.sh [path/to/reputation-exporter]
@@ -105,6 +107,7 @@ start_replica() {
     REPUTATION_EXPORTER_ASSET_REPORTS__SHARD="$shard" \
     REPUTATION_EXPORTER_BACKOFF__INITIAL_DELAY=100ms \
     REPUTATION_EXPORTER_BACKOFF__MAX_DELAY=500ms \
+    REPUTATION_EXPORTER_STATE__PATH="$work/state-$n" \
         "$exporter_bin" --web.listen-address "127.0.0.1:${replica_ports[$((n - 1))]}" \
         >>"$work/exporter-$n.log" 2>&1 &
     replica_pids[$((n - 1))]=$!
@@ -415,7 +418,27 @@ let_pass 20 "a group_interval: a second page would come by then"
 page_is_named 10.0.0.11 "SpamCop" || fail "one exporter: the page does not name the blacklist"
 echo "alertmanager: one exporter with reports at 1h, a new listing paged ${took}s after the API showed it, naming SpamCop"
 
-# 9. 503s the retries get past send nothing (replica 2, stopped in 8, may still send its ticket;
+# 9. A restart mid-listing, warm from the exporter's state store, with the delisting happening
+# while it is down: the page stays through the restart (the stored listing is served at once)
+# and the first poll after the start resolves it; nothing is paged again.
+before=$(pages)
+stop_replica 1
+delist 10.0.0.11 "SpamCop"
+start_replica 1
+restarted_at=$SECONDS
+wait_for "the restarted exporter serving its stored state" 30 \
+    grep -q 'serving what the state store kept' "$work/exporter-1.log"
+gone_11() { ! active ReputationBlacklistListed 10.0.0.11; }
+wait_for "the delisting during the restart resolving the page" 60 gone_11
+took=$((SECONDS - restarted_at))
+# The first poll (at start), its follow-up report, a scrape, two evaluations, keep_firing_for.
+[ "$took" -le $((poll + 5 + 2 * evaluation + keep + 5)) ] ||
+    fail "the delisting during the restart resolved ${took}s after the start"
+let_pass 20 "a group_interval: a page the restart caused would come by then"
+[ "$(pages)" = "$before" ] || fail "the restart paged: $(sent)"
+echo "alertmanager: a restart mid-listing served its stored state; the delisting during it resolved ${took}s after the start, nothing paged"
+
+# 10. 503s the retries get past send nothing (replica 2, stopped in 8, may still send its ticket;
 # the outage of step 6 sent its own ApiDown tickets).
 before=$(pages)
 tickets_before=$(($(notifications tickets ReputationApiDown) + $(notifications tickets ReputationDataStale)))

@@ -2,7 +2,8 @@
 # The container image's build stage, without a Docker engine: the build stage's COPY lines of
 # deploy/docker/Dockerfile are carried out into an empty directory (nothing else of the
 # repository is there), its RUN line runs there as written, and the binary it makes must run
-# (`--version`, `--demo --once`, and `backfill` finding its binary beside it) and need nothing
+# (`--version`, `--demo --once`, `backfill` finding its binary beside it, and the state store in
+# the image's volume) and need nothing
 # at run time that the distroless cc image lacks (checked with ldd). The runtime stage must
 # stay shell-free: an exec-form ENTRYPOINT and no RUN.
 #
@@ -105,13 +106,43 @@ grep -q '^reputation_asset_info{' "$work/once.txt" || fail "--demo --once printe
 # `backfill` runs the second binary, beside the first as the runtime stage copies them.
 runtime_bin="$work/runtime/usr/local/bin"
 mkdir -p "$runtime_bin"
-for copied in $(awk '/^FROM /{n++} n==2 && /^COPY --from=build/{print $3 ":" $4}' "$dockerfile"); do
+for copied in $(awk '/^FROM /{n++} n==2 && /^COPY --from=build/ && /target\/release\// {print $(NF-1) ":" $NF}' "$dockerfile"); do
     cp "$work/target/release/$(basename "${copied%%:*}")" "$runtime_bin/$(basename "${copied##*:}")"
 done
 "$runtime_bin/reputation-exporter" backfill --help >"$work/backfill-help.log" 2>&1 ||
     fail "backfill --help in the image's layout failed: $(head -n3 "$work/backfill-help.log")"
 grep -q -- '--remote-write' "$work/backfill-help.log" || fail "backfill --help does not list its flags"
 echo "docker-build: backfill runs the backfill binary beside the exporter"
+
+# The state store: a directory the build stage made, copied to the path the image's
+# REPUTATION_EXPORTER_STATE__PATH names, owned by the image's user, a volume; the exporter of the
+# image writes its store there and a restart serves from it.
+state_path=$(grep -o 'REPUTATION_EXPORTER_STATE__PATH=[^ ]*' "$dockerfile" | cut -d= -f2)
+[ -n "$state_path" ] || fail "the image sets no REPUTATION_EXPORTER_STATE__PATH"
+grep -q "^COPY --from=build --chown=65532:65532 /src/state $state_path\$" "$dockerfile" ||
+    fail "the image does not copy a state directory owned by 65532 to $state_path"
+grep -q "^VOLUME $state_path\$" "$dockerfile" || fail "$state_path is not a volume"
+[ -d "$stage/src/state" ] || fail "the build stage made no state directory"
+state="$work/runtime$state_path"
+mkdir -p "$state"
+simulated api_url "$runtime_bin/reputation-exporter" 20
+image_exporter() {
+    REPUTATION_EXPORTER_API__BASE_URL=$api_url REPUTATION_EXPORTER_API__TOKEN=demo-token \
+        REPUTATION_EXPORTER_STATE__PATH=$state REPUTATION_EXPORTER_ASSET_REPORTS__ENABLED=true \
+        "$runtime_bin/reputation-exporter" --web.listen-address "127.0.0.1:$1" >>"$work/image-exporter.log" 2>&1 &
+    image_pid=$!
+    pids+=("$image_pid")
+}
+port=$(free_port)
+image_exporter "$port"
+stored() { [ -s "$state/api/ip-list.json" ] && grep -q 'asset report round ended' "$work/image-exporter.log"; }
+wait_for "the image's exporter storing its state in $state_path" 60 stored
+kill -TERM "$image_pid"
+wait "$image_pid" || true
+image_exporter "$port"
+wait_for "the restarted exporter serving from its state" 30 \
+    grep -q 'serving what the state store kept' "$work/image-exporter.log"
+echo "docker-build: the state store lives in $state_path, a volume of the image's user; a restart serves from it"
 
 # distroless/cc-debian12: glibc, libgcc_s and libstdc++, nothing else.
 ldd "$binary" "$work/target/release/reputation-exporter-backfill" >"$work/ldd.log" || fail "ldd failed"

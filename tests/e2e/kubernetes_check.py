@@ -170,6 +170,13 @@ def check_deployment(path, deployment):
             if variable["name"].endswith("__TOKEN"):
                 problems.append(f"{path}: {name} sets the token itself in the environment")
         mounted = {m["name"] for m in container.get("volumeMounts", [])}
+        # The state store: a writable volume of the replica's own where STATE__PATH points (the
+        # root filesystem is read-only).
+        state = [v["value"] for v in container.get("env", []) if v["name"] == "REPUTATION_EXPORTER_STATE__PATH"]
+        writable = {m["mountPath"]: m["name"] for m in container.get("volumeMounts", []) if not m.get("readOnly")}
+        own = {v["name"] for v in pod.get("volumes", []) if "emptyDir" in v}
+        if not state or writable.get(state[0]) not in own:
+            problems.append(f"{path}: {name}'s REPUTATION_EXPORTER_STATE__PATH is not a writable volume of its own")
         token_files = [v for v in container.get("env", []) if v["name"].endswith("__TOKEN_FILE")]
         if not token_files or not secrets & mounted:
             problems.append(f"{path}: {name} does not read the token from a mounted Secret file")

@@ -4,6 +4,9 @@
 # first value, and waiting for a condition with a deadline.
 
 work=$(mktemp -d)
+# The exporters a script starts keep their state (the store a restart starts from) under its
+# scratch directory, never in a directory of the machine.
+export XDG_STATE_HOME="$work/state"
 pids=()
 
 cleanup() {

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The systemd unit without running it under systemd: `systemd-analyze verify` on the shipped
 # unit (ExecStart pointed at the built binary), and its sandbox against what the binary really
-# does: every system call of a demo run with scrapes, a reload (SIGHUP) and a backfill, recorded
+# does: every system call of a demo run with scrapes, a reload (SIGHUP) and a backfill, and of
+# runs writing and reading the state store in $STATE_DIRECTORY (StateDirectory=), recorded
 # with `strace -f`, must be allowed by the unit's SystemCallFilter lines as
 # `systemd-analyze syscall-filter` expands their sets (a call outside them would kill the
 # service). The unit must keep its hardening and reload with SIGHUP. The socket unit and its
@@ -22,7 +23,8 @@ e2e_name=systemd
 unit=deploy/systemd/reputation-exporter.service
 for directive in 'DynamicUser=yes' 'NoNewPrivileges=yes' 'ProtectSystem=strict' \
     'PrivateDevices=yes' 'RestrictAddressFamilies=AF_INET AF_INET6' 'MemoryDenyWriteExecute=yes' \
-    'SystemCallArchitectures=native' 'ExecReload=/bin/kill -HUP $MAINPID'; do
+    'SystemCallArchitectures=native' 'ExecReload=/bin/kill -HUP $MAINPID' \
+    'StateDirectory=reputation-exporter'; do
     grep -qxF "$directive" "$unit" || fail "the unit lost $directive"
 done
 
@@ -135,15 +137,38 @@ wait "$strace_pid" || fail "the traced exporter did not stop cleanly on SIGTERM"
 strace -f -qq -o "$work/backfill.strace" "$exporter_bin" backfill --demo --output "$work/history.om" \
     >"$work/backfill.log" 2>&1 || fail "the traced backfill failed"
 
+# The state store as the unit gives it: $STATE_DIRECTORY (StateDirectory=), written by a run
+# against the simulated API, then read back by a restart; both traced.
+simulated api_url "$exporter_bin" 20
+state_dir="$work/var-lib-reputation-exporter"
+mkdir -p "$state_dir"
+traced_run() {
+    STATE_DIRECTORY=$state_dir REPUTATION_EXPORTER_API__BASE_URL=$api_url \
+        REPUTATION_EXPORTER_API__TOKEN=demo-token REPUTATION_EXPORTER_ASSET_REPORTS__ENABLED=true \
+        strace -f -qq -o "$work/state-$1.strace" "$exporter_bin" --web.listen-address "127.0.0.1:$(free_port)" \
+        >>"$work/state.log" 2>&1 &
+    state_pid=$!
+    pids+=("$state_pid")
+}
+traced_run write
+stored() { [ -s "$state_dir/api/ip-list.json" ] && grep -q 'asset report round ended' "$work/state.log"; }
+wait_for "the traced exporter writing its state in \$STATE_DIRECTORY" 60 stored
+kill -TERM "$(pgrep -P "$state_pid" | head -n 1)"
+wait "$state_pid" || fail "the traced exporter with a state did not stop cleanly"
+traced_run read
+wait_for "the traced exporter serving from its state" 60 grep -q 'serving what the state store kept' "$work/state.log"
+kill -TERM "$(pgrep -P "$state_pid" | head -n 1)"
+wait "$state_pid" || true
+
 # The socket-activated run cannot be traced (LISTEN_PID would name strace): the calls that take
 # the passed sockets are checked by name.
 used=$({
     printf '%s\n' fstat getsockname getsockopt fcntl
-    cat "$work/serve.strace" "$work/backfill.strace" |
+    cat "$work/serve.strace" "$work/backfill.strace" "$work"/state-*.strace |
         sed -n -E 's/^[0-9]+ +([a-z0-9_]+)\(.*/\1/p; s/^[0-9]+ +<\.\.\. ([a-z0-9_]+) resumed>.*/\1/p'
 } | sort -u)
 [ "$(wc -l <<<"$used")" -gt 20 ] || fail "strace recorded almost nothing: $(head -n 5 "$work/serve.strace")"
 outside=$(comm -23 <(echo "$used") <(echo "$allowed" | sort -u))
 [ -z "$outside" ] || fail "system calls the unit's SystemCallFilter would refuse: $(echo $outside)"
-echo "systemd: the $(wc -l <<<"$used") system calls of a demo run with scrapes, reloads and a backfill, and those taking systemd's sockets, are all allowed by SystemCallFilter"
+echo "systemd: the $(wc -l <<<"$used") system calls of a demo run with scrapes, reloads and a backfill, a run writing and one reading its state in \$STATE_DIRECTORY, and those taking systemd's sockets, are all allowed by SystemCallFilter"
 echo "systemd: passed"

@@ -30,7 +30,7 @@ use reputation_exporter::accounts::{self, AccountError, Upstreams};
 use reputation_exporter::config::{AccountConfig, Config};
 use reputation_exporter::health::Health;
 use reputation_exporter::model::AssetSet;
-use reputation_exporter::poll::fetch_list;
+use reputation_exporter::poll::{ListRead, fetch_list};
 use reputation_exporter::telemetry::Telemetry;
 use reputation_exporter::upstream::dto::AssetReport;
 use reputation_exporter::upstream::retry::RetryPolicy;
@@ -397,11 +397,15 @@ async fn list(
 ) -> Result<Vec<String>, BackfillError> {
     let deadline = Instant::now() + account.retry.max_elapsed;
     let max_labels = account.max_labels;
-    let decoded = fetch_list(
-        client,
-        telemetry,
+    let list = ListRead {
         kind,
         max_labels,
+        disk: None,
+    };
+    let (decoded, _) = fetch_list(
+        client,
+        telemetry,
+        list,
         AssetSet::default,
         deadline,
         |_, _| {},

@@ -358,6 +358,7 @@ fn the_known_keys_are_the_settings_tree_and_the_example_documents_each() {
             "asset_reports",
             "web",
             "log",
+            "state",
             "accounts"
         ],
         "the sections as the settings tree declares them"
@@ -389,7 +390,7 @@ fn the_known_keys_are_the_settings_tree_and_the_example_documents_each() {
             }
         }
     }
-    assert_eq!(documented, 25, "every key of the tree");
+    assert_eq!(documented, 27, "every key of the tree");
 }
 
 #[test]
@@ -488,6 +489,29 @@ fn the_toml_example_is_valid_and_holds_the_defaults() {
     assert_eq!(config.accounts[0].max_age, defaults.accounts[0].max_age);
     assert_eq!(config.accounts[0].retry, defaults.accounts[0].retry);
     assert_eq!(config.web.listen_addresses, defaults.web.listen_addresses);
+    assert_eq!(config.state, defaults.state);
+    assert!(config.state.enabled);
+}
+
+#[test]
+fn the_state_store_is_off_for_the_demo_and_once_and_its_path_is_read_where_it_is_written() {
+    let demo = Settings::default().validate(true).unwrap();
+    assert!(!demo.state.enabled, "the demo keeps nothing");
+    let mut vars = REMOTE.to_vec();
+    vars.push(("REPUTATION_EXPORTER_STATE__PATH", "/srv/reputation"));
+    let config = load(&Cli::default(), &vars).unwrap();
+    assert!(config.state.enabled);
+    assert_eq!(config.state.path, Some("/srv/reputation".into()));
+    assert!(!config.once().state.enabled, "--once keeps nothing");
+    let cli = Cli {
+        state_path: Some("/var/tmp/state".into()),
+        ..Cli::default()
+    };
+    assert_eq!(
+        load(&cli, REMOTE).unwrap().state.path,
+        Some("/var/tmp/state".into()),
+        "the flag is the last layer"
+    );
 }
 
 mod several;

@@ -157,6 +157,8 @@ pub async fn spawn_app_with(options: Options) -> TestApp {
         options.upstream.hold();
     }
     let mut settings = Settings::default();
+    // Each test starts cold unless it gives its exporter a state directory of its own.
+    settings.state.enabled = false;
     settings.poll.interval = duration(options.interval);
     settings.metrics.max_age = duration(options.max_age);
     settings.api.base_url = Some(base_url.parse().unwrap());
@@ -321,5 +323,7 @@ pub fn exporter() -> Command {
             command.env_remove(key);
         }
     }
+    // No state kept between runs, unless a test gives it a directory of its own.
+    command.env("REPUTATION_EXPORTER_STATE__ENABLED", "false");
     command
 }

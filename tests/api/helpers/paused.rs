@@ -63,6 +63,7 @@ impl PausedApp {
         configure: impl FnOnce(&mut Settings),
     ) -> PausedApp {
         let mut settings = Settings::default();
+        settings.state.enabled = false;
         settings.poll.interval = duration(interval);
         let mut upstreams = Upstreams::default();
         let mut configured = Vec::new();

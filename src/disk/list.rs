@@ -1,0 +1,171 @@
+//! The stored lists: each list's body written beside the stored one while a poll streams it
+//! in ([`ListFile`]), put in its place once the poll is good, and read back at start
+//! ([`read_list`]) as the poller reads a list from the API.
+
+use std::fs::File;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use tracing::warn;
+
+use super::{Disk, DiskError, ListMeta, META, StoredList, database, list_key};
+use crate::model::AssetDecoder;
+use crate::snapshot::{ListBuilder, ListPart};
+use crate::upstream::BodyDecoder as _;
+use crate::vocabulary::Kind;
+
+impl Disk {
+    /// A file for the body of a `kind` list as it streams in (one per attempt); it replaces
+    /// the stored one only when [`ListFile::commit`] says the list was taken.
+    pub fn list_file(self: &Arc<Self>, kind: Kind) -> Option<ListFile> {
+        static ATTEMPTS: AtomicU64 = AtomicU64::new(0);
+        let path = self.list_path(kind);
+        let attempt = ATTEMPTS.fetch_add(1, Ordering::Relaxed);
+        let partial = path.with_extension(format!("json.partial-{attempt}"));
+        match File::create(&partial) {
+            Ok(file) => Some(ListFile {
+                disk: self.clone(),
+                kind,
+                path,
+                partial,
+                file: Some(file),
+                bytes: 0,
+                crc: crc32fast::Hasher::new(),
+            }),
+            Err(error) => {
+                self.failed("list", &partial, &error);
+                None
+            }
+        }
+    }
+}
+
+/// The body of a list being written beside the stored one.
+#[derive(Debug)]
+pub struct ListFile {
+    disk: Arc<Disk>,
+    kind: Kind,
+    path: PathBuf,
+    partial: PathBuf,
+    /// `None` once a write failed: the rest is not written.
+    file: Option<File>,
+    bytes: u64,
+    crc: crc32fast::Hasher,
+}
+
+impl ListFile {
+    /// The next bytes of the body.
+    pub fn write(&mut self, chunk: &[u8]) {
+        let Some(file) = &mut self.file else {
+            return;
+        };
+        if let Err(error) = file.write_all(chunk) {
+            self.disk.failed("list", &self.partial, &error);
+            self.file = None;
+            return;
+        }
+        self.bytes += chunk.len() as u64;
+        self.crc.update(chunk);
+    }
+
+    /// The list was taken: its body, fetched at `fetched` (Unix time), replaces the stored
+    /// one (synced, renamed over it, then its entry updated, so that a kill at any moment
+    /// leaves a body with an entry no newer than it).
+    pub fn commit(mut self, fetched: f64) {
+        let Some(file) = self.file.take() else {
+            return;
+        };
+        let meta = ListMeta {
+            fetched,
+            bytes: self.bytes,
+            crc: self.crc.clone().finalize(),
+        };
+        let io = |path: &Path, error| DiskError::Io {
+            path: path.to_owned(),
+            error,
+        };
+        let commit = || -> Result<(), DiskError> {
+            file.sync_all().map_err(|e| io(&self.partial, e))?;
+            drop(file);
+            std::fs::rename(&self.partial, &self.path).map_err(|e| io(&self.path, e))?;
+            if let Ok(dir) = File::open(&self.disk.dir) {
+                let _ = dir.sync_all();
+            }
+            let value = serde_json::to_vec(&meta).unwrap_or_default();
+            let write = || -> Result<(), redb::Error> {
+                let txn = self.disk.db.begin_write()?;
+                txn.open_table(META)?
+                    .insert(list_key(self.kind), value.as_slice())?;
+                txn.commit()?;
+                Ok(())
+            };
+            write().map_err(|e| database(&self.disk.db_path(), e))
+        };
+        let result = commit();
+        self.disk.done("list", result);
+    }
+}
+
+impl Drop for ListFile {
+    fn drop(&mut self) {
+        // Not committed (the list failed or was refused): the stored body stays.
+        if self.file.take().is_some() {
+            let _ = std::fs::remove_file(&self.partial);
+        }
+    }
+}
+
+/// The list `stored` renders, read back as the poller reads a list from the API, into `shards`
+/// slices; `None` (said once) when its body is not what was stored (another length or
+/// CRC-32: a disk error, or a file changed under the exporter) or does not decode.
+pub fn read_list(stored: &StoredList, max_labels: usize, shards: usize) -> Option<ListPart> {
+    use std::io::Read as _;
+    let mut file = match File::open(&stored.path) {
+        Ok(file) => file,
+        Err(error) => {
+            warn!(store = %stored.path.display(), error = %error, "a stored list cannot be read; it is fetched again");
+            return None;
+        }
+    };
+    let mut decoder = AssetDecoder::new(
+        stored.kind,
+        max_labels,
+        ListBuilder::new(stored.kind, shards),
+    );
+    let mut crc = crc32fast::Hasher::new();
+    let mut bytes = 0u64;
+    let mut chunk = vec![0; 1 << 20];
+    let read = loop {
+        match file.read(&mut chunk) {
+            Ok(0) => break Ok(()),
+            Ok(n) => {
+                crc.update(&chunk[..n]);
+                bytes += n as u64;
+                if let Err(error) = decoder.feed(&chunk[..n]) {
+                    break Err(error.to_string());
+                }
+            }
+            Err(error) => break Err(error.to_string()),
+        }
+    };
+    let whole = bytes == stored.bytes && crc.finalize() == stored.crc;
+    let decoded = read.and_then(|()| {
+        if whole {
+            decoder.finish().map_err(|e| e.to_string())
+        } else {
+            Err(format!(
+                "{bytes} bytes, not the {} stored, or another CRC-32",
+                stored.bytes
+            ))
+        }
+    });
+    match decoded {
+        Ok(decoded) => Some(decoded.set.finish()),
+        Err(why) => {
+            warn!(store = %stored.path.display(), problem = %why, "a stored list is not what was stored; it is fetched again");
+            None
+        }
+    }
+}

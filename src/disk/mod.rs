@@ -1,0 +1,476 @@
+//! What the exporter knows, kept on local disk, so that a restart serves it at once and costs
+//! the API only what is due: each account's lists as the API last sent them, and each asset's
+//! report with the time it was fetched.
+//!
+//! One directory per account (`state.path`, then the account's name). The reports and the
+//! bookkeeping are in an embedded redb database (`state.redb`: crash-safe, copy-on-write, one
+//! transaction per batch of reports, so one report is never a rewrite of the whole state); each
+//! list is its body as the API sent it (`ip-list.json`), written beside the old one while it
+//! streams in and renamed over it once complete. A kill at any moment leaves the last complete
+//! state. The token is never written: a store is tied to its account by the API's address and
+//! a SHA-256 of the token.
+//!
+//! Nothing here fails the exporter: a store that cannot be opened, is corrupt, of another
+//! version or of another account is set aside (renamed) with one warning naming its path, and
+//! the exporter starts cold; a write that fails (a full disk) is said once, and the exporter
+//! keeps serving from memory.
+
+use std::collections::HashSet;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use redb::{ReadableDatabase as _, ReadableTable as _, TableDefinition};
+use serde::{Deserialize, Serialize};
+use tracing::{info, warn};
+
+use crate::model::Report;
+use crate::vocabulary::{Kind, Secret};
+
+mod list;
+
+pub use list::{ListFile, read_list};
+
+/// The layout this version writes; a store of another is set aside.
+const VERSION: u32 = 1;
+
+/// Bookkeeping: the account the store belongs to, and each list's fetch time.
+const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
+
+/// Each asset's report, keyed `ip/192.0.2.1`.
+const REPORTS: TableDefinition<&str, &[u8]> = TableDefinition::new("reports");
+
+/// redb's page cache: enough for the tree's inner pages at a million reports (a few MB) and the
+/// writes of a batch. Its default, 1 GiB, would keep every report page read at the start
+/// resident for the life of the process (the reports are read once, then only written).
+const CACHE_BYTES: usize = 32 << 20;
+
+fn builder() -> redb::Builder {
+    let mut builder = redb::Builder::new();
+    builder.set_cache_size(CACHE_BYTES);
+    builder
+}
+
+/// Why the store of an account cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum DiskError {
+    /// A file or directory cannot be read, written or made.
+    #[error("{path}: {error}")]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// What the system said.
+        error: std::io::Error,
+    },
+    /// The database cannot be opened or read, or a write to it failed.
+    #[error("{path}: {error}")]
+    Database {
+        /// The database file.
+        path: PathBuf,
+        /// What redb said.
+        error: Box<redb::Error>,
+    },
+    /// The store is not one this exporter can use.
+    #[error("{path}: {why}")]
+    Unusable {
+        /// The database file.
+        path: PathBuf,
+        /// Of another version, another account, or unreadable entries.
+        why: String,
+    },
+}
+
+/// Which account a store belongs to, and how its reports were read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Identity {
+    /// The store's layout.
+    version: u32,
+    /// The API's address.
+    base_url: String,
+    /// SHA-256 of the token, in hex: another token is another account (or user).
+    token: String,
+    /// `asset_reports.timezone` and `metrics.max_labels_per_asset`, with which the stored
+    /// reports were read: reports read otherwise are dropped, the lists kept.
+    reading: String,
+}
+
+impl Identity {
+    /// The identity of an account: its API, its token (hashed), how its reports are read.
+    pub fn new(base_url: &reqwest::Url, token: &Secret, timezone: &str, max_labels: usize) -> Self {
+        let digest = ring::digest::digest(&ring::digest::SHA256, token.expose().as_bytes());
+        let token = digest.as_ref().iter().map(|b| format!("{b:02x}")).collect();
+        Identity {
+            version: VERSION,
+            base_url: base_url.as_str().to_owned(),
+            token,
+            reading: format!("{timezone} {max_labels}"),
+        }
+    }
+}
+
+/// When a list was fetched, and what its stored body must be.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+struct ListMeta {
+    /// Unix time of the fetch.
+    fetched: f64,
+    /// Length of the body.
+    bytes: u64,
+    /// CRC-32 of the body.
+    crc: u32,
+}
+
+/// What a store held when it was opened: each stored list, its body to be read with
+/// [`read_list`] and its reports with [`Disk::read_reports`] (they can be read side by side).
+#[derive(Debug, Default)]
+pub struct Restored {
+    /// Each stored list: its kind, its body's file, when it was fetched (Unix time), and its
+    /// body's length and CRC-32, which the reader checks.
+    pub lists: Vec<StoredList>,
+}
+
+/// A list as stored.
+#[derive(Debug, Clone)]
+pub struct StoredList {
+    /// Which list.
+    pub kind: Kind,
+    /// Its body, as the API sent it.
+    pub path: PathBuf,
+    /// Unix time it was fetched.
+    pub fetched: f64,
+    /// Length of the body.
+    pub bytes: u64,
+    /// CRC-32 of the body.
+    pub crc: u32,
+}
+
+/// An account's store on disk.
+#[derive(Debug)]
+pub struct Disk {
+    dir: PathBuf,
+    db: redb::Database,
+    /// The failures said already, by what failed: each is said once until a write succeeds
+    /// again. A std mutex, never held across an `.await`.
+    said: Mutex<HashSet<&'static str>>,
+}
+
+impl Disk {
+    /// Opens (or makes) the store of the account `identity` in `dir`, and reads what it holds.
+    /// A store that cannot be used is set aside, said once, and replaced by an empty one; the
+    /// error is for a directory where no store can be made at all.
+    pub fn open(dir: &Path, identity: &Identity) -> Result<(Disk, Restored), DiskError> {
+        std::fs::create_dir_all(dir).map_err(|error| DiskError::Io {
+            path: dir.to_owned(),
+            error,
+        })?;
+        let path = dir.join("state.redb");
+        let opened = Self::existing(dir, &path, identity);
+        let (disk, restored) = match opened {
+            Ok(opened) => opened,
+            // Another process (a replica given the same path, or this exporter's previous run
+            // still stopping) has it: not ours to set aside.
+            Err(DiskError::Database { error, .. })
+                if matches!(*error, redb::Error::DatabaseAlreadyOpen) =>
+            {
+                return Err(unusable(&path, "another process has it open"));
+            }
+            Err(problem) => {
+                if path.exists() {
+                    let aside = set_aside(dir)?;
+                    warn!(
+                        store = %path.display(),
+                        set_aside = %aside.display(),
+                        problem = %problem,
+                        "the state store cannot be used; it is set aside and the exporter starts \
+                         cold"
+                    );
+                }
+                let db = builder().create(&path).map_err(|e| database(&path, e))?;
+                let disk = Disk::new(dir, db);
+                disk.write_identity(identity)?;
+                (disk, Restored::default())
+            }
+        };
+        Ok((disk, restored))
+    }
+
+    fn new(dir: &Path, db: redb::Database) -> Disk {
+        Disk {
+            dir: dir.to_owned(),
+            db,
+            said: Mutex::default(),
+        }
+    }
+
+    /// The store already in `dir`, if it is this account's and readable.
+    fn existing(
+        dir: &Path,
+        path: &Path,
+        identity: &Identity,
+    ) -> Result<(Disk, Restored), DiskError> {
+        if !path.exists() {
+            return Err(unusable(path, "no store yet"));
+        }
+        // redb asserts (panics) on some truncated files instead of answering an error: a store
+        // it cannot open either way is set aside.
+        let opened = std::panic::catch_unwind(|| builder().open(path))
+            .map_err(|_| unusable(path, "it is truncated or corrupt"))?;
+        let db = opened.map_err(|e| database(path, e))?;
+        let disk = Disk::new(dir, db);
+        let read = disk.db.begin_read().map_err(|e| database(path, e))?;
+        let meta = read.open_table(META).map_err(|e| database(path, e))?;
+        let stored: Identity = match meta.get("identity").map_err(|e| database(path, e))? {
+            Some(value) => serde_json::from_slice(value.value())
+                .map_err(|e| unusable(path, format!("its identity cannot be read: {e}")))?,
+            None => return Err(unusable(path, "it has no identity")),
+        };
+        if stored.version != identity.version {
+            let why = format!("of layout {}, not {VERSION}", stored.version);
+            return Err(unusable(path, why));
+        }
+        if stored.base_url != identity.base_url || stored.token != identity.token {
+            return Err(unusable(path, "of another account (API address or token)"));
+        }
+        let mut restored = Restored::default();
+        for kind in Kind::ALL {
+            let Some(value) = meta.get(list_key(kind)).map_err(|e| database(path, e))? else {
+                continue;
+            };
+            let list: ListMeta = serde_json::from_slice(value.value())
+                .map_err(|e| unusable(path, format!("a list's entry cannot be read: {e}")))?;
+            restored.lists.push(StoredList {
+                kind,
+                path: disk.list_path(kind),
+                fetched: list.fetched,
+                bytes: list.bytes,
+                crc: list.crc,
+            });
+        }
+        let reports_read_alike = stored.reading == identity.reading;
+        drop(meta);
+        drop(read);
+        if !reports_read_alike {
+            info!(
+                store = %path.display(),
+                "asset_reports.timezone or metrics.max_labels_per_asset changed since the \
+                 reports were stored: they are fetched again"
+            );
+            disk.clear_reports().map_err(|e| database(path, e))?;
+            disk.write_identity(identity)?;
+        }
+        Ok((disk, restored))
+    }
+
+    /// Every stored report, with when it was fetched (Unix time). An entry that cannot be read
+    /// makes the store unusable, as a corrupt one is.
+    pub fn read_reports(&self) -> Result<Vec<(Kind, String, Report, f64)>, DiskError> {
+        let path = self.db_path();
+        let read = self.db.begin_read().map_err(|e| database(&path, e))?;
+        let table = read.open_table(REPORTS).map_err(|e| database(&path, e))?;
+        let mut reports = Vec::new();
+        for entry in table.iter().map_err(|e| database(&path, e))? {
+            let (key, value) = entry.map_err(|e| database(&path, e))?;
+            let (kind, name) = split_key(key.value())
+                .ok_or_else(|| unusable(&path, format!("a report key `{}`", key.value())))?;
+            let (fetched, report): (f64, Report) = postcard::from_bytes(value.value())
+                .map_err(|e| unusable(&path, format!("a report cannot be read: {e}")))?;
+            reports.push((kind, name.to_owned(), report, fetched));
+        }
+        Ok(reports)
+    }
+
+    fn write_identity(&self, identity: &Identity) -> Result<(), DiskError> {
+        let path = self.db_path();
+        let value = serde_json::to_vec(identity).unwrap_or_default();
+        let write = || -> Result<(), redb::Error> {
+            let txn = self.db.begin_write()?;
+            txn.open_table(META)?.insert("identity", value.as_slice())?;
+            txn.open_table(REPORTS)?;
+            txn.commit()?;
+            Ok(())
+        };
+        write().map_err(|e| database(&path, e))
+    }
+
+    fn clear_reports(&self) -> Result<(), redb::Error> {
+        let txn = self.db.begin_write()?;
+        txn.delete_table(REPORTS)?;
+        txn.open_table(REPORTS)?;
+        txn.commit()?;
+        Ok(())
+    }
+
+    fn db_path(&self) -> PathBuf {
+        self.dir.join("state.redb")
+    }
+
+    fn list_path(&self, kind: Kind) -> PathBuf {
+        self.dir.join(format!("{}-list.json", kind.label()))
+    }
+
+    /// Stores (`Some`) or forgets (`None`) the reports of these assets, fetched at `fetched`
+    /// (Unix time), in one transaction.
+    pub fn save_reports<'a>(
+        &self,
+        reports: impl IntoIterator<Item = (Kind, &'a str, Option<&'a Report>)>,
+        fetched: f64,
+    ) {
+        let write = || -> Result<(), redb::Error> {
+            let txn = self.db.begin_write()?;
+            {
+                let mut table = txn.open_table(REPORTS)?;
+                for (kind, name, report) in reports {
+                    let key = report_key(kind, name);
+                    match report {
+                        Some(report) => {
+                            let value =
+                                postcard::to_allocvec(&(fetched, report)).unwrap_or_default();
+                            table.insert(key.as_str(), value.as_slice())?;
+                        }
+                        None => {
+                            table.remove(key.as_str())?;
+                        }
+                    }
+                }
+            }
+            txn.commit()?;
+            Ok(())
+        };
+        self.done("reports", write().map_err(|e| database(&self.db_path(), e)));
+    }
+
+    /// Forgets the reports of these assets.
+    pub fn forget_reports<'a>(&self, assets: impl IntoIterator<Item = (Kind, &'a str)>) {
+        self.save_reports(assets.into_iter().map(|(k, n)| (k, n, None)), 0.0);
+    }
+
+    /// Says a failure of `what` once, until a write of it succeeds again.
+    fn failed(&self, what: &'static str, path: &Path, error: &dyn std::fmt::Display) {
+        let mut said = self.said.lock().unwrap_or_else(|e| e.into_inner());
+        if said.insert(what) {
+            warn!(
+                store = %path.display(),
+                error = %error,
+                "cannot write the state store; the exporter goes on from memory (a restart \
+                 will start from what the store last held)"
+            );
+        }
+    }
+
+    fn done(&self, what: &'static str, result: Result<(), DiskError>) {
+        match result {
+            Ok(()) => {
+                let mut said = self.said.lock().unwrap_or_else(|e| e.into_inner());
+                said.remove(what);
+            }
+            Err(error) => self.failed(what, &self.dir, &error),
+        }
+    }
+}
+
+/// The directory the accounts' stores go under: `state.path` when given; else systemd's
+/// `$STATE_DIRECTORY` (the unit's `StateDirectory=`), `/var/lib/reputation-exporter` where it
+/// exists (the container image's volume, a package's directory) and the user's
+/// `$XDG_STATE_HOME/reputation-exporter` (`~/.local/state/...`), the first that can be
+/// written. `None` (said once, with why) when the store is off or nowhere can be written.
+pub fn root(enabled: bool, path: Option<&Path>) -> Option<PathBuf> {
+    if !enabled {
+        return None;
+    }
+    let candidates: Vec<PathBuf> = match path {
+        Some(path) => vec![path.to_owned()],
+        None => {
+            let env = |name| {
+                std::env::var_os(name)
+                    .filter(|v| !v.is_empty())
+                    .map(PathBuf::from)
+            };
+            let user = env("XDG_STATE_HOME")
+                .or_else(|| env("HOME").map(|home| home.join(".local/state")))
+                .map(|dir| dir.join("reputation-exporter"));
+            // systemd may pass several, separated by colons; the first is ours.
+            let systemd = std::env::var("STATE_DIRECTORY")
+                .ok()
+                .and_then(|dirs| dirs.split(':').next().map(PathBuf::from))
+                .filter(|dir| !dir.as_os_str().is_empty());
+            let system = Some(PathBuf::from("/var/lib/reputation-exporter")).filter(|d| d.is_dir());
+            systemd.into_iter().chain(system).chain(user).collect()
+        }
+    };
+    let mut tried = Vec::new();
+    for dir in candidates {
+        match writable(&dir) {
+            Ok(()) => {
+                info!(state = %dir.display(), "keeping the lists and reports in this directory; a restart starts from them");
+                return Some(dir);
+            }
+            Err(error) => tried.push(format!("{}: {error}", dir.display())),
+        }
+    }
+    warn!(
+        tried = %tried.join("; "),
+        "the state store is off: no directory can be written (set state.path, or --state.path); \
+         a restart will fetch everything again"
+    );
+    None
+}
+
+/// Whether `dir` exists or can be made, and a file can be written in it.
+fn writable(dir: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let probe = dir.join(".write-probe");
+    File::create(&probe)?;
+    std::fs::remove_file(&probe)
+}
+
+/// Sets the store in `dir` aside: renames its files with the time, so that nothing of it is
+/// used or lost. Returns the name the database has now.
+fn set_aside(dir: &Path) -> Result<PathBuf, DiskError> {
+    let stamp = jiff::Timestamp::now().as_second();
+    let mut database = dir.join("state.redb");
+    for name in ["state.redb", "ip-list.json", "domain-list.json"] {
+        let path = dir.join(name);
+        if !path.exists() {
+            continue;
+        }
+        let aside = dir.join(format!("{name}.set-aside-{stamp}"));
+        std::fs::rename(&path, &aside).map_err(|error| DiskError::Io {
+            path: path.clone(),
+            error,
+        })?;
+        if name == "state.redb" {
+            database = aside;
+        }
+    }
+    Ok(database)
+}
+
+fn list_key(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Ip => "list/ip",
+        Kind::Domain => "list/domain",
+    }
+}
+
+fn report_key(kind: Kind, name: &str) -> String {
+    format!("{}/{name}", kind.label())
+}
+
+fn split_key(key: &str) -> Option<(Kind, &str)> {
+    let (kind, name) = key.split_once('/')?;
+    let kind = Kind::ALL.into_iter().find(|k| k.label() == kind)?;
+    Some((kind, name))
+}
+
+fn database(path: &Path, error: impl Into<redb::Error>) -> DiskError {
+    DiskError::Database {
+        path: path.to_owned(),
+        error: Box::new(error.into()),
+    }
+}
+
+fn unusable(path: &Path, why: impl Into<String>) -> DiskError {
+    DiskError::Unusable {
+        path: path.to_owned(),
+        why: why.into(),
+    }
+}

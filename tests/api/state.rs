@@ -1,0 +1,286 @@
+//! The state store: a restart serves what the exporter knew at once, with its real age, and
+//! fetches only the reports that are due; a store that cannot be used is set aside, said once,
+//! and the exporter starts cold.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use reputation_exporter::config::Settings;
+use reputation_simulate::SimulatedApi;
+
+use crate::helpers::{PausedApp, sample};
+
+const ASSET: &str = "/api/v1/asset";
+const IP_LIST: &str = "/api/v1/ip-list";
+const LAST_LIST: &str = r#"reputation_last_success_timestamp_seconds{endpoint="ip-list"}"#;
+
+/// A state directory of the test's own, removed at the end.
+struct StateDir(PathBuf);
+
+impl StateDir {
+    fn new(test: &str) -> StateDir {
+        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("state-{test}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        StateDir(dir)
+    }
+
+    /// The store of the account of `[api]`.
+    fn account(&self) -> PathBuf {
+        self.0.join("api")
+    }
+
+    /// Settings for an exporter keeping its state here: 5-minute polls, hourly report rounds.
+    fn keep(&self) -> impl Fn(&mut Settings) + Clone + use<> {
+        let dir = self.0.clone();
+        move |s: &mut Settings| {
+            s.asset_reports.enabled = true;
+            s.asset_reports.interval = crate::helpers::duration("1h");
+            s.state.enabled = true;
+            s.state.path = Some(dir.clone());
+        }
+    }
+}
+
+impl Drop for StateDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Sleeps (on the paused clock) until `minutes` after `start`.
+async fn until(start: tokio::time::Instant, minutes: u64) {
+    tokio::time::sleep_until(start + Duration::from_secs(minutes * 60)).await;
+}
+
+/// Stops an exporter as a restart does, and lets its tasks end (they hold the store).
+async fn stop(app: PausedApp) {
+    drop(app);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+}
+
+/// The asset series of a scrape: every line of a per-asset family, in order.
+fn asset_lines(body: &str) -> Vec<&str> {
+    body.lines()
+        .filter(|l| l.contains("asset=\""))
+        .filter(|l| !l.starts_with('#'))
+        .collect()
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_restart_serves_what_was_stored_at_once_and_fetches_only_the_reports_that_are_due() {
+    let state = StateDir::new("restart");
+    let api = SimulatedApi::new(30, 10);
+    let start = tokio::time::Instant::now();
+    let first = PausedApp::start(api.clone(), "5m", "1h", state.keep()).await;
+
+    // The first round has fetched every report; the polls go on to minute 30.
+    until(start, 1).await;
+    assert_eq!(api.requests(ASSET), 40);
+    until(start, 30).await;
+    let before = first.metrics().await;
+    let listed_at = sample(&before, LAST_LIST).expect("a list poll's time");
+    let polls = api.requests(IP_LIST);
+    stop(first).await;
+
+    // Restarted while the API does not answer yet: everything is served from the store, the
+    // lists' ages as they were.
+    api.hold();
+    let second = PausedApp::start(api.clone(), "5m", "1h", state.keep()).await;
+    let restored = second.metrics().await;
+    assert_eq!(
+        asset_lines(&restored),
+        asset_lines(&before),
+        "{}",
+        second.logs()
+    );
+    assert_eq!(sample(&restored, LAST_LIST), Some(listed_at));
+    assert!(
+        second
+            .logs()
+            .contains("serving what the state store kept until the API answers"),
+        "{}",
+        second.logs()
+    );
+    api.release();
+
+    // The lists are polled at once; no report is fetched before it is due, a round after the
+    // first run fetched it (the store's times are wall-clock, which the paused clock does not
+    // move: they are due an hour after the restart).
+    until(start, 31).await;
+    assert_eq!(api.requests(IP_LIST), polls + 1);
+    until(start, 89).await;
+    assert_eq!(
+        api.requests(ASSET),
+        40,
+        "no report fetched before it is due"
+    );
+    until(start, 92).await;
+    assert_eq!(api.requests(ASSET), 80, "each report once, when due");
+    drop(second);
+}
+
+#[tokio::test(start_paused = true)]
+async fn reports_follow_the_list_from_the_first_poll_after_a_restart() {
+    let state = StateDir::new("follow");
+    let api = SimulatedApi::new(12, 0);
+    let start = tokio::time::Instant::now();
+    let first = PausedApp::start(api.clone(), "5m", "1h", state.keep()).await;
+    until(start, 1).await;
+    assert_eq!(api.requests(ASSET), 12);
+    stop(first).await;
+
+    // One asset listed while the exporter was down: the first poll after the restart fetches
+    // its report, and that one only.
+    let mut items = api.items(reputation_simulate::List::Ip);
+    items[3]["blacklisted"] = serde_json::json!(items[3]["blacklisted"].as_i64().unwrap() + 1);
+    items[3]["blacklisted_change"] = serde_json::json!({ "last_check": 1 });
+    api.set_items(reputation_simulate::List::Ip, items);
+    let _second = PausedApp::start(api.clone(), "5m", "1h", state.keep()).await;
+    until(start, 3).await;
+    assert_eq!(api.requests(ASSET), 13);
+}
+
+/// Starts an exporter on `state` after `spoil` has done its worst to the stored account, and
+/// checks it starts cold: one warning naming the store, every report fetched at once, and the
+/// spoiled store set aside, not lost.
+async fn starts_cold_after(test: &str, spoil: impl FnOnce(&StateDir), said: &str) {
+    let state = StateDir::new(test);
+    let api = SimulatedApi::new(8, 0);
+    let start = tokio::time::Instant::now();
+    let first = PausedApp::start(api.clone(), "5m", "1h", state.keep()).await;
+    until(start, 1).await;
+    stop(first).await;
+    spoil(&state);
+
+    let second = PausedApp::start(api.clone(), "5m", "1h", state.keep()).await;
+    until(start, 3).await;
+    let logs = second.logs();
+    let store = state.account().join("state.redb");
+    assert!(logs.contains(said), "{test}: {logs}");
+    let warnings: Vec<&str> = logs.lines().filter(|l| l.contains("level=warn")).collect();
+    assert_eq!(warnings.len(), 1, "{test}: one warning: {logs}");
+    assert!(
+        warnings[0].contains(&store.display().to_string()),
+        "{test}: the warning names the store: {}",
+        warnings[0]
+    );
+    assert_eq!(
+        api.requests(ASSET),
+        16,
+        "{test}: every report fetched again at once"
+    );
+    let set_aside = std::fs::read_dir(state.account())
+        .unwrap()
+        .filter(|e| {
+            let name = e.as_ref().unwrap().file_name();
+            name.to_string_lossy().starts_with("state.redb.set-aside-")
+        })
+        .count();
+    assert_eq!(set_aside, 1, "{test}: the spoiled store is set aside");
+    // The fresh store works: a restart from it is warm.
+    stop(second).await;
+    let third = PausedApp::start(api.clone(), "5m", "1h", state.keep()).await;
+    assert!(
+        third.logs().contains("serving what the state store kept"),
+        "{test}: {}",
+        third.logs()
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_corrupt_truncated_or_foreign_store_is_set_aside_with_one_warning_and_a_cold_start() {
+    starts_cold_after(
+        "garbage",
+        |state| {
+            std::fs::write(state.account().join("state.redb"), vec![0x5a; 64 * 1024]).unwrap();
+        },
+        "the state store cannot be used",
+    )
+    .await;
+    starts_cold_after(
+        "truncated",
+        |state| {
+            let path = state.account().join("state.redb");
+            let length = std::fs::metadata(&path).unwrap().len();
+            let file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+            file.set_len(length / 3).unwrap();
+        },
+        "the state store cannot be used",
+    )
+    .await;
+    starts_cold_after(
+        "unreadable",
+        |state| {
+            // Where the database should be, something no database can be read from.
+            let path = state.account().join("state.redb");
+            std::fs::remove_file(&path).unwrap();
+            std::fs::create_dir(&path).unwrap();
+        },
+        "the state store cannot be used",
+    )
+    .await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_store_of_another_account_is_not_used() {
+    let state = StateDir::new("other-account");
+    let api = SimulatedApi::new(8, 0);
+    let start = tokio::time::Instant::now();
+    let first = PausedApp::start(api.clone(), "5m", "1h", state.keep()).await;
+    until(start, 1).await;
+    stop(first).await;
+
+    // The same directory, another token: another account (or user) of the API.
+    let keep = state.keep();
+    api.set_token("another-token");
+    let second = PausedApp::accounts(vec![("", api.clone())], "5m", move |s| {
+        keep(s);
+        s.api.token = Some(reputation_exporter::vocabulary::Secret::new(
+            "another-token",
+        ));
+    })
+    .await;
+    until(start, 3).await;
+    let logs = second.logs();
+    assert!(
+        logs.contains("of another account (API address or token)"),
+        "{logs}"
+    );
+    assert_eq!(api.requests(ASSET), 16, "every report fetched again");
+    assert!(!logs.contains("another-token"), "the token is never shown");
+    let stored = std::fs::read(state.account().join("state.redb")).unwrap();
+    for token in [reputation_simulate::DEMO_TOKEN, "another-token"] {
+        assert!(
+            !stored.windows(token.len()).any(|w| w == token.as_bytes()),
+            "the token {token} is written in the store"
+        );
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_store_that_cannot_be_written_is_said_once_and_the_exporter_keeps_serving() {
+    let state = StateDir::new("unwritable");
+    let api = SimulatedApi::new(8, 0);
+    let start = tokio::time::Instant::now();
+    let app = PausedApp::start(api.clone(), "5m", "1h", state.keep()).await;
+    until(start, 1).await;
+    // The directory goes away under the exporter (as a full or failed disk would refuse its
+    // writes): every list poll after it fails to write its body.
+    std::fs::remove_dir_all(state.account()).unwrap();
+    std::fs::write(state.account(), b"not a directory").unwrap();
+    until(start, 16).await;
+    let logs = app.logs();
+    let said: Vec<&str> = logs
+        .lines()
+        .filter(|l| l.contains("cannot write the state store"))
+        .collect();
+    assert_eq!(said.len(), 1, "said once, not at every poll: {logs}");
+    let body = app.metrics().await;
+    assert_eq!(
+        sample(&body, r#"reputation_assets{kind="ip"}"#),
+        Some(8.0),
+        "still serving"
+    );
+    assert_eq!(api.requests(IP_LIST), 4, "polled on schedule");
+}
