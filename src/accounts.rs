@@ -471,8 +471,10 @@ async fn restore(
                 .filter(|list| now - list.fetched < max_age.as_secs_f64())
                 .map(|list| {
                     threads.spawn(move || {
-                        let part = disk::read_list(list, kinds_max_labels, shards)?;
-                        Some((part, instant_at(list.fetched)?, list.kind, list.fetched))
+                        let (part, fetched) = disk::read_list(list, kinds_max_labels, shards)?;
+                        (now - fetched < max_age.as_secs_f64())
+                            .then_some(())
+                            .and_then(|()| Some((part, instant_at(fetched)?, list.kind, fetched)))
                     })
                 })
                 .collect();

@@ -4,13 +4,14 @@
 
 use std::fs::File;
 use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use redb::ReadableTable as _;
 use tracing::warn;
 
-use super::{Disk, DiskError, ListMeta, META, StoredList, database, list_key};
+use super::{Body, Disk, DiskError, ListMeta, META, StoredList, database, list_key};
 use crate::model::AssetDecoder;
 use crate::snapshot::{ListBuilder, ListPart};
 use crate::upstream::BodyDecoder as _;
@@ -71,40 +72,57 @@ impl ListFile {
     }
 
     /// The list was taken: its body, fetched at `fetched` (Unix time), replaces the stored
-    /// one (synced, renamed over it, then its entry updated, so that a kill at any moment
-    /// leaves a body with an entry no newer than it).
+    /// one: synced, its entry written (naming the stored body as the previous one), then
+    /// renamed over it, so that a kill at any moment leaves a body its entry describes.
     pub fn commit(mut self, fetched: f64) {
+        let result = self.record(fetched).and_then(|()| self.put_in_place());
+        self.disk.done("list", result);
+    }
+
+    /// Syncs the body and writes its entry, the stored body becoming the previous one.
+    pub(super) fn record(&mut self, fetched: f64) -> Result<(), DiskError> {
         let Some(file) = self.file.take() else {
-            return;
+            return Ok(());
         };
-        let meta = ListMeta {
+        file.sync_all().map_err(|error| DiskError::Io {
+            path: self.partial.clone(),
+            error,
+        })?;
+        drop(file);
+        let body = Body {
             fetched,
             bytes: self.bytes,
             crc: self.crc.clone().finalize(),
         };
-        let io = |path: &Path, error| DiskError::Io {
-            path: path.to_owned(),
-            error,
-        };
-        let commit = || -> Result<(), DiskError> {
-            file.sync_all().map_err(|e| io(&self.partial, e))?;
-            drop(file);
-            std::fs::rename(&self.partial, &self.path).map_err(|e| io(&self.path, e))?;
-            if let Ok(dir) = File::open(&self.disk.dir) {
-                let _ = dir.sync_all();
+        let write = || -> Result<(), redb::Error> {
+            let txn = self.disk.db.begin_write()?;
+            {
+                let mut meta = txn.open_table(META)?;
+                let key = list_key(self.kind);
+                let stored = meta
+                    .get(key)?
+                    .and_then(|value| serde_json::from_slice::<ListMeta>(value.value()).ok());
+                // Only a body that is in place can be the previous one.
+                let previous = stored.map(|s| s.body).filter(|_| self.path.exists());
+                let value = serde_json::to_vec(&ListMeta { body, previous }).unwrap_or_default();
+                meta.insert(key, value.as_slice())?;
             }
-            let value = serde_json::to_vec(&meta).unwrap_or_default();
-            let write = || -> Result<(), redb::Error> {
-                let txn = self.disk.db.begin_write()?;
-                txn.open_table(META)?
-                    .insert(list_key(self.kind), value.as_slice())?;
-                txn.commit()?;
-                Ok(())
-            };
-            write().map_err(|e| database(&self.disk.db_path(), e))
+            txn.commit()?;
+            Ok(())
         };
-        let result = commit();
-        self.disk.done("list", result);
+        write().map_err(|e| database(&self.disk.db_path(), e))
+    }
+
+    /// Renames the recorded body over the stored one.
+    fn put_in_place(&self) -> Result<(), DiskError> {
+        std::fs::rename(&self.partial, &self.path).map_err(|error| DiskError::Io {
+            path: self.path.clone(),
+            error,
+        })?;
+        if let Ok(dir) = File::open(&self.disk.dir) {
+            let _ = dir.sync_all();
+        }
+        Ok(())
     }
 }
 
@@ -120,7 +138,7 @@ impl Drop for ListFile {
 /// The list `stored` renders, read back as the poller reads a list from the API, into `shards`
 /// slices; `None` (said once) when its body is not what was stored (another length or
 /// CRC-32: a disk error, or a file changed under the exporter) or does not decode.
-pub fn read_list(stored: &StoredList, max_labels: usize, shards: usize) -> Option<ListPart> {
+pub fn read_list(stored: &StoredList, max_labels: usize, shards: usize) -> Option<(ListPart, f64)> {
     use std::io::Read as _;
     let mut file = match File::open(&stored.path) {
         Ok(file) => file,
@@ -150,19 +168,23 @@ pub fn read_list(stored: &StoredList, max_labels: usize, shards: usize) -> Optio
             Err(error) => break Err(error.to_string()),
         }
     };
-    let whole = bytes == stored.bytes && crc.finalize() == stored.crc;
-    let decoded = read.and_then(|()| {
-        if whole {
-            decoder.finish().map_err(|e| e.to_string())
-        } else {
-            Err(format!(
-                "{bytes} bytes, not the {} stored, or another CRC-32",
-                stored.bytes
-            ))
-        }
+    let crc = crc.finalize();
+    let body = stored
+        .bodies
+        .iter()
+        .find(|body| body.bytes == bytes && body.crc == crc);
+    let decoded = read.and_then(|()| match body {
+        Some(body) => decoder
+            .finish()
+            .map(|decoded| (decoded, body.fetched))
+            .map_err(|e| e.to_string()),
+        None => Err(format!(
+            "{bytes} bytes, not the {} stored, or another CRC-32",
+            stored.bodies.first().map_or(0, |body| body.bytes)
+        )),
     });
     match decoded {
-        Ok(decoded) => Some(decoded.set.finish()),
+        Ok((decoded, fetched)) => Some((decoded.set.finish(), fetched)),
         Err(why) => {
             warn!(store = %stored.path.display(), problem = %why, "a stored list is not what was stored; it is fetched again");
             None

@@ -6,8 +6,9 @@
 //! bookkeeping are in an embedded redb database (`state.redb`: crash-safe, copy-on-write, one
 //! transaction per batch of reports, so one report is never a rewrite of the whole state); each
 //! list is its body as the API sent it (`ip-list.json`), written beside the old one while it
-//! streams in and renamed over it once complete. A kill at any moment leaves the last complete
-//! state. The token is never written: a store is tied to its account by the API's address and
+//! streams in and renamed over it once complete, its entry written just before (naming the
+//! body it replaces too). A kill at any moment leaves the last complete state; what a kill cut
+//! off is removed at the next open. The token is never written: a store is tied to its account by the API's address and
 //! a SHA-256 of the token.
 //!
 //! Nothing here fails the exporter: a store that cannot be opened, is corrupt, of another
@@ -109,14 +110,24 @@ impl Identity {
 }
 
 /// When a list was fetched, and what its stored body must be.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
-struct ListMeta {
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+struct Body {
     /// Unix time of the fetch.
     fetched: f64,
     /// Length of the body.
     bytes: u64,
     /// CRC-32 of the body.
     crc: u32,
+}
+
+/// A list's entry: its body, and the one before it. The entry is written before the new body
+/// is renamed over the old one, so a kill between the two leaves the old body, which
+/// `previous` still describes.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+struct ListMeta {
+    #[serde(flatten)]
+    body: Body,
+    previous: Option<Body>,
 }
 
 /// What a store held when it was opened: each stored list, its body to be read with
@@ -135,12 +146,10 @@ pub struct StoredList {
     pub kind: Kind,
     /// Its body, as the API sent it.
     pub path: PathBuf,
-    /// Unix time it was fetched.
+    /// Unix time it was fetched (of the newest body the entry describes).
     pub fetched: f64,
-    /// Length of the body.
-    pub bytes: u64,
-    /// CRC-32 of the body.
-    pub crc: u32,
+    /// What the body must be: the newest, or the one before it (see [`ListMeta`]).
+    bodies: Vec<Body>,
 }
 
 /// An account's store on disk.
@@ -190,6 +199,8 @@ impl Disk {
                 (disk, Restored::default())
             }
         };
+        // The store is this process' now: a list body a kill cut off is of no use to anyone.
+        remove_partials(dir);
         Ok((disk, restored))
     }
 
@@ -240,9 +251,8 @@ impl Disk {
             restored.lists.push(StoredList {
                 kind,
                 path: disk.list_path(kind),
-                fetched: list.fetched,
-                bytes: list.bytes,
-                crc: list.crc,
+                fetched: list.body.fetched,
+                bodies: std::iter::once(list.body).chain(list.previous).collect(),
             });
         }
         let reports_read_alike = stored.reading == identity.reading;
@@ -455,6 +465,22 @@ fn report_key(kind: Kind, name: &str) -> String {
     format!("{}/{name}", kind.label())
 }
 
+/// Removes the list bodies a stopped process left half written (`ip-list.json.partial-3`).
+fn remove_partials(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        if entry
+            .file_name()
+            .to_string_lossy()
+            .contains(".json.partial-")
+        {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}
+
 fn split_key(key: &str) -> Option<(Kind, &str)> {
     let (kind, name) = key.split_once('/')?;
     let kind = Kind::ALL.into_iter().find(|k| k.label() == kind)?;
@@ -472,5 +498,136 @@ fn unusable(path: &Path, why: impl Into<String>) -> DiskError {
     DiskError::Unusable {
         path: path.to_owned(),
         why: why.into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+
+    fn identity() -> Identity {
+        let url = reqwest::Url::parse("https://api.example/v1/").unwrap();
+        Identity::new(&url, &Secret::new("t0ken"), "UTC", 50)
+    }
+
+    /// A fresh directory of this test's own, removed when dropped.
+    struct TestDir(PathBuf);
+
+    impl TestDir {
+        fn new(test: &str) -> Self {
+            let dir =
+                std::env::temp_dir().join(format!("reputation-disk-{}-{test}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&dir);
+            TestDir(dir)
+        }
+
+        fn path(&self) -> &Path {
+            &self.0
+        }
+    }
+
+    impl Drop for TestDir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn set_aside_files(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|name| name.contains(".set-aside-"))
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn a_store_of_another_layout_is_set_aside_and_an_empty_one_takes_its_place() {
+        let dir = TestDir::new("layout");
+        let mut older = identity();
+        older.version = VERSION + 1;
+        let (disk, _) = Disk::open(dir.path(), &older).unwrap();
+        let report = Report::default();
+        disk.save_reports([(Kind::Ip, "192.0.2.1", Some(&report))], 1.0e9);
+        drop(disk);
+
+        let (disk, restored) = Disk::open(dir.path(), &identity()).unwrap();
+        assert!(restored.lists.is_empty());
+        assert_eq!(disk.read_reports().unwrap().len(), 0);
+        let aside = set_aside_files(dir.path());
+        assert_eq!(aside.len(), 1, "{aside:?}");
+        assert!(aside[0].starts_with("state.redb.set-aside-"), "{aside:?}");
+        drop(disk);
+        // The new store is this layout's: the next open keeps it.
+        let (disk, _) = Disk::open(dir.path(), &identity()).unwrap();
+        disk.save_reports([(Kind::Ip, "192.0.2.1", Some(&report))], 1.0e9);
+        drop(disk);
+        let (disk, _) = Disk::open(dir.path(), &identity()).unwrap();
+        assert_eq!(disk.read_reports().unwrap().len(), 1);
+        assert_eq!(set_aside_files(dir.path()).len(), 1);
+    }
+
+    #[test]
+    fn a_list_body_cut_off_by_a_kill_leaves_the_stored_one_and_is_removed_at_the_next_open() {
+        let dir = TestDir::new("cut-off");
+        let (disk, _) = Disk::open(dir.path(), &identity()).unwrap();
+        let disk = Arc::new(disk);
+        let complete = b"[{\"ip\": \"192.0.2.1\"}]";
+        let mut file = disk.list_file(Kind::Ip).unwrap();
+        file.write(complete);
+        file.commit(1.0e9);
+        drop(disk);
+        // What a kill during the next poll leaves: its body cut off mid-stream beside the
+        // stored one (a process killed drops nothing, so nothing removes it).
+        std::fs::write(
+            dir.path().join("ip-list.json.partial-7"),
+            b"[{\"ip\": \"192.0.2.2\"}, {\"ip\": \"19",
+        )
+        .unwrap();
+        let partials = |dir: &Path| {
+            std::fs::read_dir(dir)
+                .unwrap()
+                .filter(|e| {
+                    let name = e.as_ref().unwrap().file_name();
+                    name.to_string_lossy().contains(".partial-")
+                })
+                .count()
+        };
+        assert_eq!(partials(dir.path()), 1);
+
+        let (_disk, restored) = Disk::open(dir.path(), &identity()).unwrap();
+        assert_eq!(restored.lists.len(), 1);
+        let stored = &restored.lists[0];
+        assert_eq!((stored.kind, stored.fetched), (Kind::Ip, 1.0e9));
+        assert_eq!(stored.bodies[0].bytes, complete.len() as u64);
+        assert_eq!(std::fs::read(&stored.path).unwrap(), complete);
+        assert_eq!(partials(dir.path()), 0, "the cut-off body is removed");
+    }
+
+    #[test]
+    fn a_kill_between_a_list_entry_and_its_rename_leaves_the_old_body_readable() {
+        let dir = TestDir::new("entry-then-kill");
+        let (disk, _) = Disk::open(dir.path(), &identity()).unwrap();
+        let disk = Arc::new(disk);
+        let old = b"[{\"ip\": \"192.0.2.1\"}]";
+        let mut file = disk.list_file(Kind::Ip).unwrap();
+        file.write(old);
+        file.commit(1.0e9);
+        // The next body: its entry written, then the kill, before the rename.
+        let mut next = disk.list_file(Kind::Ip).unwrap();
+        next.write(b"[{\"ip\": \"192.0.2.1\"}, {\"ip\": \"192.0.2.2\"}]");
+        next.record(1.0e9 + 300.0).unwrap();
+        drop(next);
+        drop(disk);
+
+        let (_disk, restored) = Disk::open(dir.path(), &identity()).unwrap();
+        let stored = &restored.lists[0];
+        assert_eq!(stored.fetched, 1.0e9 + 300.0, "the entry is the new body's");
+        let (part, fetched) = read_list(stored, 50, 1).expect("the old body is read");
+        assert_eq!(fetched, 1.0e9, "served with the old body's own time");
+        assert_eq!(part.names.len(), 1);
     }
 }
