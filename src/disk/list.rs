@@ -101,10 +101,10 @@ impl ListFile {
                 let key = list_key(self.kind);
                 let stored = meta
                     .get(key)?
-                    .and_then(|value| serde_json::from_slice::<ListMeta>(value.value()).ok());
+                    .and_then(|value| postcard::from_bytes::<ListMeta>(value.value()).ok());
                 // Only a body that is in place can be the previous one.
                 let previous = stored.map(|s| s.body).filter(|_| self.path.exists());
-                let value = serde_json::to_vec(&ListMeta { body, previous }).unwrap_or_default();
+                let value = postcard::to_allocvec(&ListMeta { body, previous }).unwrap_or_default();
                 meta.insert(key, value.as_slice())?;
             }
             txn.commit()?;

@@ -125,7 +125,6 @@ struct Body {
 /// `previous` still describes.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 struct ListMeta {
-    #[serde(flatten)]
     body: Body,
     previous: Option<Body>,
 }
@@ -246,7 +245,7 @@ impl Disk {
             let Some(value) = meta.get(list_key(kind)).map_err(|e| database(path, e))? else {
                 continue;
             };
-            let list: ListMeta = serde_json::from_slice(value.value())
+            let list: ListMeta = postcard::from_bytes(value.value())
                 .map_err(|e| unusable(path, format!("a list's entry cannot be read: {e}")))?;
             restored.lists.push(StoredList {
                 kind,

@@ -255,7 +255,21 @@ impl ReportPoller {
             })
             .collect();
         drop(fetched);
+        let listed = snapshot.ready;
         drop(snapshot);
+        if listed {
+            // What the store kept of assets no longer selected (another shard, include or
+            // exclude since) is not served: the round will never refresh it.
+            let selected: HashSet<(Kind, String)> = targets
+                .iter()
+                .map(|(kind, name, _)| (*kind, name.clone()))
+                .collect();
+            let store = self.account.store.clone();
+            let _ = exporter_web::task::spawn_blocking(move || {
+                store.retain_reports(|kind, name| selected.contains(&(kind, name.to_owned())));
+            })
+            .await;
+        }
         let Some(last) = targets.iter().map(|(.., due)| *due).max() else {
             // Nothing to fetch: look again a round later.
             self.account.health.set_next_round(floor + self.interval);

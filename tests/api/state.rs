@@ -284,3 +284,56 @@ async fn a_store_that_cannot_be_written_is_said_once_and_the_exporter_keeps_serv
     );
     assert_eq!(api.requests(IP_LIST), 4, "polled on schedule");
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_restart_into_another_shard_serves_only_the_stored_reports_it_selects() {
+    let state = StateDir::new("reshard");
+    let api = SimulatedApi::new(30, 10);
+    let start = tokio::time::Instant::now();
+    let first = PausedApp::start(api.clone(), "5m", "1h", state.keep()).await;
+    until(start, 1).await;
+    assert_eq!(api.requests(ASSET), 40);
+    let named = |body: &str| {
+        body.lines()
+            .filter(|l| l.starts_with("reputation_blacklistings_named{"))
+            .count()
+    };
+    assert_eq!(named(&first.metrics().await), 40);
+    stop(first).await;
+
+    // The same store, now the first of two shards: the stored reports of the other shard's
+    // assets are not served (this replica would never refresh them), and nothing is fetched.
+    let keep = state.keep();
+    let second = PausedApp::start(api.clone(), "5m", "1h", move |s| {
+        keep(s);
+        s.asset_reports.shard = "1/2".parse().unwrap();
+    })
+    .await;
+    until(start, 2).await;
+    let served = named(&second.metrics().await);
+    assert!(served > 0 && served < 40, "{served} of 40 reports served");
+    let selection =
+        reputation_exporter::poll::selection::Selection::new(None, None, "1/2".parse().unwrap());
+    let body = second.metrics().await;
+    for line in body
+        .lines()
+        .filter(|l| l.starts_with("reputation_blacklistings_named{"))
+    {
+        let asset = line
+            .split("asset=\"")
+            .nth(1)
+            .unwrap()
+            .split('"')
+            .next()
+            .unwrap();
+        assert!(
+            selection.selects(asset),
+            "{asset} is not of shard 1/2: {line}"
+        );
+    }
+    assert_eq!(
+        api.requests(ASSET),
+        40,
+        "nothing fetched: the kept reports are not due"
+    );
+}
