@@ -65,12 +65,12 @@ query() {
 sorted() { printf '%s\n' "$@" | LC_ALL=C sort | paste -sd' '; }
 a="127.0.0.1:${ports[0]}"
 b="127.0.0.1:${ports[1]}"
-every=$(sorted "eu@$a=1" "eu@$b=1" "us@$a=1" "us@$b=1")
+probes=$(sorted "eu@$a=1" "eu@$b=1" "us@$a=1" "us@$b=1")
 exporters=$(sorted "$a=1" "$b=1")
 # Each job is scraped first at its own offset within the interval: wait for all of them.
 all_up() {
-    [ "$(query 'up{job="reputation"}' 2>/dev/null)" = "$every" ] &&
-        [ "$(query 'reputation_up{job="reputation"}' 2>/dev/null)" = "$every" ] &&
+    [ "$(query 'up{job="reputation"}' 2>/dev/null)" = "$probes" ] &&
+        [ "$(query 'reputation_up{job="reputation"}' 2>/dev/null)" = "$probes" ] &&
         [ "$(query 'up{job="reputation-exporter"}' 2>/dev/null)" = "$exporters" ]
 }
 wait_for "both accounts on both replicas and the exporters' own /metrics up" 180 all_up
