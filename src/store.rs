@@ -187,12 +187,18 @@ impl Store {
     pub fn retain_reports(&self, keep: impl Fn(Kind, &str) -> bool) {
         let mut guard = self.parts();
         let parts = &mut *guard;
-        let dropped = parts
+        let dropped: Vec<(Kind, String)> = parts
             .reports
             .fetched()
-            .any(|(kind, name, _)| !keep(kind, name));
-        if dropped {
+            .filter(|(kind, name, _)| !keep(*kind, name))
+            .map(|(kind, name, _)| (kind, name.to_owned()))
+            .collect();
+        if !dropped.is_empty() {
             Arc::make_mut(&mut parts.reports).retain(&keep);
+            // Kept on disk, they would come back at the next start only to be dropped again.
+            if let Some(disk) = self.disk.get() {
+                disk.forget_reports(dropped.iter().map(|(kind, name)| (*kind, name.as_str())));
+            }
             self.publish(parts);
         }
     }
