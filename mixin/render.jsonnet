@@ -6,7 +6,8 @@ function(config={})
   local mixin = (import 'mixin.libsonnet') + { _config+:: config };
   local generated = '# Generated from mixin/ by deploy/generate.sh; change mixin/config.libsonnet (or the\n'
                     + '# mixin) and run it again.\n';
-  local yaml(value) = std.manifestYamlDoc(value, indent_array_in_object=true, quote_keys=false) + '\n';
+  local manifest = import 'lib/manifest.libsonnet';
+  local yaml(value) = manifest.yaml(value) + '\n';
   {
     'prometheus/alerts.yml': '# Alerting rules for reputation-exporter; their runbook is docs/runbook.md.\n'
                              + generated + yaml(mixin.prometheusAlerts),
@@ -26,7 +27,7 @@ function(config={})
                                           + "# the recording rules the servers send it and the slices' own series.\n"
                                           + generated
                                           + yaml({ groups: group('reputation.fleet') }),
-    'grafana/dashboard.json': std.manifestJsonEx(mixin.grafanaDashboards['reputation-exporter.json'], '  ') + '\n',
+    'grafana/dashboard.json': manifest.json(mixin.grafanaDashboards['reputation-exporter.json']) + '\n',
     'kubernetes/prometheusrule.yaml': '# The alerts and recording rules as a prometheus-operator PrometheusRule.\n'
                                       + generated
                                       + yaml({
