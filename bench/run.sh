@@ -14,7 +14,7 @@
 #             one uncompressed body, and its growth from the peak over as many polls after
 #             poll 5 (a peak depends on how a poll's steps overlap, so one poll's peak is noise)
 #   poll      time to turn a fetched list into the served snapshot, over serde_json's time to
-#             parse the same bytes into serde_json::Value (examples/poll_cost.rs)
+#             parse the same bytes into serde_json::Value (crates/bench/src/bin/poll-cost.rs)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -27,7 +27,7 @@ polls=${BENCH_POLLS:-50}
 . bench/need.sh
 need nginx wrk curl
 
-cargo build --release --quiet --bin reputation-exporter --example poll_cost
+cargo build --release --quiet --bin reputation-exporter --bin poll-cost
 exporter=target/release/reputation-exporter
 
 work=$(mktemp -d)
@@ -172,7 +172,7 @@ NGINX
     rss_end=$(timeout 900 bash -c "$(declare -f metric polls_done rss_kib peak_rss); url='$url' exporter_pid=$exporter_pid peak_rss $((polls - window)) $polls")
     kill "$exporter_pid"
 
-    poll_ratio=$(target/release/examples/poll_cost "$n" 5 | awk '{print $4}')
+    poll_ratio=$(target/release/poll-cost "$n" 5 | awk '{print $4}')
     stop
 
     printf '%-8s %-8.1f %-15s %-24s %-24s %-20s %-6s\n' "$n" \

@@ -1,5 +1,5 @@
 //! What decoding a list costs in time and memory, for a good list and for one that is mostly
-//! garbage: `cargo run --release --example list_decode_cost -- good|garbage [ITEMS]`.
+//! garbage: `cargo run --release --bin list-decode-cost -- good|garbage [ITEMS]`.
 //!
 //! `good` is ITEMS (default 30,000, about 10 MB) simulated ip-list items; `garbage` is one usable
 //! item and ITEMS (default 5,000,000, about 10 MB) unusable ones (`0`). Prints the body size, the

@@ -1,6 +1,6 @@
 //! What turning a fetched list into the served snapshot costs, against what `serde_json` alone
 //! takes to parse the same bytes into `serde_json::Value`:
-//! `cargo run --release --example poll_cost -- ASSETS [RUNS]`.
+//! `cargo run --release --bin poll-cost -- ASSETS [RUNS]`.
 //! Prints `assets value_parse_ms poll_ms ratio` (medians of RUNS runs).
 
 use std::sync::Arc;
