@@ -16,6 +16,7 @@ use tracing::{Instrument as _, info, warn};
 use crate::config::{self, AccountConfig, Config, Source};
 use crate::disk::{self, Disk};
 use crate::health::Health;
+use crate::model::Reports;
 use crate::poll::follow::FollowUps;
 use crate::poll::reports::ReportPoller;
 use crate::poll::{Polled, Poller};
@@ -478,21 +479,29 @@ async fn restore(
                     })
                 })
                 .collect();
-            let reports = disk.read_reports();
+            // The reports are made the map they are served from here, while the lists decode.
+            let reports = disk.read_reports().map(|stored| {
+                let mut reports = Reports::default();
+                let mut newest = None::<f64>;
+                for (kind, name, report, fetched) in stored {
+                    if now - fetched >= report_max_age.as_secs_f64() {
+                        continue;
+                    }
+                    let Some(at) = instant_at(fetched) else {
+                        continue;
+                    };
+                    newest = Some(newest.map_or(fetched, |newest| newest.max(fetched)));
+                    reports.set(kind, name, report, at);
+                }
+                (reports, newest)
+            });
             let lists: Vec<_> = lists
                 .into_iter()
                 .filter_map(|thread| thread.join().ok().flatten())
                 .collect();
             (lists, reports)
         });
-        let reports: Vec<_> = reports?
-            .into_iter()
-            .filter(|(.., fetched)| now - fetched < report_max_age.as_secs_f64())
-            .filter_map(|(kind, name, report, fetched)| {
-                Some((kind, name, report, instant_at(fetched)?, fetched))
-            })
-            .collect();
-        Ok::<_, disk::DiskError>((disk, lists, reports))
+        Ok::<_, disk::DiskError>((disk, lists, reports?))
     })
     .await;
     let (disk, lists, reports) = match opened {
@@ -510,15 +519,12 @@ async fn restore(
     for (_, _, kind, fetched) in &lists {
         health.restored(Endpoint::list(*kind), *fetched);
     }
-    if let Some(newest) = reports.iter().map(|r| r.4).reduce(f64::max) {
+    let (reports, newest) = reports;
+    if let Some(newest) = newest {
         health.restored(Endpoint::Asset, newest);
     }
     let read = started.elapsed();
     let lists: Vec<_> = lists.into_iter().map(|(part, at, ..)| (part, at)).collect();
-    let reports: Vec<_> = reports
-        .into_iter()
-        .map(|(kind, name, report, at, _)| (kind, name, report, at))
-        .collect();
     let disk = Arc::new(disk);
     let store = store.clone();
     let persisted = disk.clone();

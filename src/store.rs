@@ -77,12 +77,9 @@ impl Store {
     }
 
     /// Serves what the state store kept: the lists, each rendered and fetched at its instant,
-    /// and the reports with theirs; published once, ready.
-    pub fn restore(
-        &self,
-        lists: Vec<(ListPart, Instant)>,
-        reports: Vec<(Kind, String, Report, Instant)>,
-    ) {
+    /// and the reports with theirs; published once, ready. The store is new: it holds no
+    /// report of its own yet.
+    pub fn restore(&self, lists: Vec<(ListPart, Instant)>, reports: Reports) {
         let mut guard = self.parts();
         let parts = &mut *guard;
         for (list, fetched) in lists {
@@ -97,10 +94,11 @@ impl Store {
             }
             parts.ready = true;
         }
-        let held = Arc::make_mut(&mut parts.reports);
-        for (kind, name, report, fetched) in reports {
-            held.set(kind, name, report, fetched);
-        }
+        debug_assert!(
+            parts.reports.is_empty(),
+            "restored into a store with reports"
+        );
+        parts.reports = Arc::new(reports);
         self.publish(parts);
     }
 
