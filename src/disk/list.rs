@@ -12,7 +12,7 @@ use redb::ReadableTable as _;
 use tracing::warn;
 
 use super::{Body, Disk, DiskError, ListMeta, META, StoredList, database, list_key};
-use crate::model::AssetDecoder;
+use crate::model::{Asset, AssetDecoder, AssetSink};
 use crate::snapshot::{ListBuilder, ListPart};
 use crate::upstream::BodyDecoder as _;
 use crate::vocabulary::Kind;
@@ -147,10 +147,25 @@ pub fn read_list(stored: &StoredList, max_labels: usize, shards: usize) -> Optio
             return None;
         }
     };
+    // Decoding and rendering side by side: this thread splits and decodes the body, a second
+    // renders the assets into the list's samples as they come (a warm start waits for the
+    // largest list, and each step takes about half of it).
+    let (to_renderer, assets) = std::sync::mpsc::sync_channel::<Vec<Asset>>(4);
+    let kind = stored.kind;
+    let renderer = std::thread::spawn(move || {
+        let mut builder = ListBuilder::new(kind, shards);
+        for batch in assets {
+            batch.into_iter().for_each(|asset| builder.push(asset));
+        }
+        builder
+    });
     let mut decoder = AssetDecoder::new(
         stored.kind,
         max_labels,
-        ListBuilder::new(stored.kind, shards),
+        Batches {
+            batch: Vec::with_capacity(BATCH),
+            to: to_renderer,
+        },
     );
     let mut crc = crc32fast::Hasher::new();
     let mut bytes = 0u64;
@@ -183,11 +198,42 @@ pub fn read_list(stored: &StoredList, max_labels: usize, shards: usize) -> Optio
             stored.bodies.first().map_or(0, |body| body.bytes)
         )),
     });
-    match decoded {
-        Ok((decoded, fetched)) => Some((decoded.set.finish(), fetched)),
+    let decoded = decoded.map(|(decoded, fetched)| {
+        let Batches { batch, to } = decoded.set;
+        let _ = to.send(batch);
+        fetched
+    });
+    // The sender is dropped (with the decoder, or above): the renderer ends.
+    let builder = renderer.join();
+    match decoded.and_then(|fetched| {
+        builder
+            .map(|builder| (builder.finish(), fetched))
+            .map_err(|_| "rendering it failed".to_owned())
+    }) {
+        Ok((part, fetched)) => Some((part, fetched)),
         Err(why) => {
             warn!(store = %stored.path.display(), problem = %why, "a stored list is not what was stored; it is fetched again");
             None
+        }
+    }
+}
+
+/// Assets handed to [`read_list`]'s renderer this many at a time.
+const BATCH: usize = 1024;
+
+/// The decoder's sink in [`read_list`]: the assets, in order, to the renderer's thread.
+struct Batches {
+    batch: Vec<Asset>,
+    to: std::sync::mpsc::SyncSender<Vec<Asset>>,
+}
+
+impl AssetSink for Batches {
+    fn push(&mut self, asset: Asset) {
+        self.batch.push(asset);
+        if self.batch.len() == BATCH {
+            let full = std::mem::replace(&mut self.batch, Vec::with_capacity(BATCH));
+            // A renderer that ended has panicked: the join says so.
+            let _ = self.to.send(full);
         }
     }
 }
