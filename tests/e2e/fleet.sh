@@ -158,10 +158,16 @@ vm_standing() { test "$(query "$vm_port" 'ALERTS{alertname="ReputationBlackliste
 wait_for "ReputationBlacklistedAssets on VictoriaMetrics" 120 vm_standing
 echo "fleet: ReputationBlacklistedAssets fires on VictoriaMetrics too (vmalert over the remote-written aggregates)"
 
-# A low score, and the server whose slice holds it.
-read -r kind asset < <(curl -sfG "http://127.0.0.1:$global_port/api/v1/query" \
-    --data-urlencode 'query=bottomk(1, asset:reputation_senderscore:bottomk{job="reputation"} < 70)' |
-    python3 -c 'import json,sys; m=json.load(sys.stdin)["data"]["result"][0]["metric"]; print(m["kind"], m["asset"])')
+# A low score, and the server whose slice holds it (the global view has it once the servers'
+# recording rules have run and it has federated their result).
+low_score() {
+    curl -sfG "http://127.0.0.1:$global_port/api/v1/query" \
+        --data-urlencode 'query=bottomk(1, asset:reputation_senderscore:bottomk{job="reputation"} < 70)' |
+        python3 -c 'import json,sys; r=json.load(sys.stdin)["data"]["result"]; r or sys.exit(1); print(r[0]["metric"]["kind"], r[0]["metric"]["asset"])' \
+            >"$work/low-score.txt"
+}
+wait_for "an asset below 70 on the global view" 120 low_score
+read -r kind asset <"$work/low-score.txt"
 [ -n "${asset:-}" ] || fail "no asset below 70 in the fleet"
 read -r slice holder < <(python3 - "$kind" "$asset" <<'PY'
 import hashlib, sys
