@@ -96,7 +96,11 @@
     // (poll.interval, 5m by default) rather than every minute: the worst Sender Scores and the
     // most blacklisted assets kept per account and kind, and the events kept per account
     // (listings begun in the last changesWindowSeconds, score drops and SNDS blocks at the
-    // API's last check).
+    // API's last check). A Prometheus that reads the results looks back 5m for a sample by
+    // default, as long as this interval: a query in the seconds an evaluation takes finds none
+    // (about 2.5 s at 100,000 assets). A federating global view gets each result up to its
+    // federation interval later, so it runs with a longer look-back
+    // (deploy/prometheus/fleet/federate.yml).
     rulesInterval: '5m',
     // The fleet alerts read the recorded results over four of their evaluations.
     recordedWindow: '20m',
