@@ -3,8 +3,9 @@
 # debug build by default) polls a simulated API of 20,000 assets every second with asset
 # reports on, so that list bodies and report batches are being written most of the time, and is
 # killed with SIGKILL at twelve moments spread over those writes. Each restart must start warm
-# from what the store kept (every asset served at once), set nothing aside and find every stored
-# list readable; the bodies a kill cut off are removed.
+# from what the store kept (its first scrape, sent as soon as it can be reached, serves every
+# asset), set nothing aside and find every stored list readable; the bodies a kill cut off are
+# removed.
 #
 # Usage: tests/e2e/state_kill.sh [BINARY]
 set -euo pipefail
@@ -35,6 +36,17 @@ serving_every_asset() {
     curl -sf "http://127.0.0.1:$port/metrics" |
         awk -v assets="$assets" '/^reputation_assets\{/ {n += $2} END {exit !(n >= assets)}'
 }
+# A scrape as early as the exporter can be reached: its socket is bound before the restore
+# begins, so the scrape waits for the restore and its answer serves every asset, never a part.
+answered() {
+    curl -s -o "$work/first.txt" -w '%{http_code}' "http://127.0.0.1:$port/metrics" >"$work/first.code"
+}
+first_answer_whole() {
+    wait_for --every 0.01 "restart $run reachable" 60 answered
+    [ "$(cat "$work/first.code")" = 200 ] || fail "restart $run answered its first scrape with $(cat "$work/first.code")"
+    awk -v assets="$assets" '/^reputation_assets\{/ {n += $2} END {exit !(n >= assets)}' "$work/first.txt" ||
+        fail "restart $run served only part of the assets at its first scrape"
+}
 kill_now() {
     kill -KILL "$pid"
     wait "$pid" 2>/dev/null || true
@@ -48,7 +60,7 @@ kill_now
 
 for moment in 0.1 0.3 0.5 0.7 0.9 1.2 1.5 1.9 2.3 2.8 3.3 4.0; do
     start
-    wait_for "restart $run serving every asset" 60 serving_every_asset
+    first_answer_whole
     log="$work/run-$run.log"
     grep -q 'serving what the state store kept until the API answers" lists=2' "$log" ||
         fail "restart $run did not start warm from both stored lists: $(head -n 3 "$log")"
