@@ -1,0 +1,636 @@
+#!/usr/bin/env python3
+"""The on-call promises as properties, checked over generated stories.
+
+    python3 tests/rules/stories.py --stories 2000 --seed 1
+    python3 tests/rules/stories.py --replay 1234 --write tests/rules/regressions/
+
+A story is one account over two days, drawn at random from a seed: one to three replicas at
+different poll phases, reports on every asset, split between the replicas, or off; warm and
+cold restarts of one replica or of all (a rolling update restarts them one after another),
+Prometheus restarts, API outages (short, or past metrics.max_age), a replica cut off from the
+API, reports that fail, listings the list counts and no report names, listings days old at
+installation, score drops and SNDS blocks the API checks hourly (some during an outage), and
+assets the API stopped checking weeks ago with a drop or a block as their last change.
+
+A model of the exporter (`serve`) turns a story into the series each replica serves minute by
+minute; promtool evaluates the shipped alerts (deploy/prometheus/alerts.yml) over them and
+tests/rules/receiver.yml turns their ALERTS into what the receiver gets from the shipped
+Alertmanager configuration. An oracle written from the story alone, never from the rules,
+says when each event must be paged and when nothing may be open; promtool checks, for every
+story at once (each its own account):
+
+  late        every event is paged by its deadline: a poll plus three minutes after the
+              exporter could first see it (a replica up and reaching the API);
+  unexpected  nothing is open at the receiver outside an event's window (its first visibility
+              to its end as the exporter sees it, plus a poll and four minutes): no page
+              without an event, no old news, every end closed;
+  pages       each event pages exactly once (a listing: one alert, named when a report can
+              name it), whatever restarts, rollouts, outages and replicas that disagree;
+  lost        no resolution is swallowed by an inhibition.
+
+Stories run in batches, one promtool test file each, on every core. A story that breaks a
+promise is printed with its seed; `--replay SEED --write DIR` writes it as a promtool test file
+that can be committed as a regression (promtool test rules DIR/*.yml).
+"""
+
+import argparse
+import os
+import random
+import re
+import subprocess
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+from scenarios import GONE, Timeline, labels_text  # noqa: E402
+
+RULES = os.path.join(HERE, "..", "..", "deploy", "prometheus", "alerts.yml")
+RECEIVER = os.path.join(HERE, "receiver.yml")
+
+MINUTES = 1440  # a story's length
+POLL = 5  # poll.interval
+MAX_AGE = 60  # metrics.max_age
+CHECK = 60  # the API checks each asset hourly
+NEW = 720  # a listing pages while younger than this (listingNewSeconds)
+STALE_AFTER = 45 + 5  # ReputationDataStale: 45 minutes without a list, for 5 minutes
+KEEP = 3  # keep_firing_for
+BLACKLISTS = ["SpamCop", "Spamhaus SBL", "Barracuda", "UCEPROTECT Level 1"]
+
+
+def within(intervals, minute):
+    return any(a <= minute < b for a, b in intervals)
+
+
+@dataclass
+class ReplicaSpec:
+    instance: str
+    offset: int  # the minute of its first poll
+    reports: str  # "all", "none" or "split:K/N"
+    report_latency: int  # minutes from a list poll to the report it asks for
+    round_phase: int  # the hourly report round's minute
+    restarts: list = field(default_factory=list)  # (first, end, warm)
+    cut_off: list = field(default_factory=list)  # (first, end): this replica cannot reach the API
+    report_fails: list = field(default_factory=list)  # (first, end): its report requests fail
+
+    def reports_on(self, index):
+        if self.reports == "all":
+            return True
+        if self.reports == "none":
+            return False
+        k, n = map(int, self.reports.split(":")[1].split("/"))
+        return index % n == k - 1
+
+
+@dataclass
+class AssetSpec:
+    index: int
+    listings: list = field(default_factory=list)  # (blacklist, start, end): reports name them
+    unnamed: list = field(default_factory=list)  # (start, end): counted by the list, named by no report
+    drops: list = field(default_factory=list)  # checks whose score change is -12
+    blocks: list = field(default_factory=list)  # (first check, end check) SNDS blocks
+    checked_until: int = MINUTES  # the API stopped checking the asset at this minute
+
+    @property
+    def labels(self):
+        return {"kind": "ip", "asset": f"192.0.2.{self.index}"}
+
+
+@dataclass
+class Story:
+    seed: int
+    check_phase: int
+    replicas: list
+    assets: list
+    outages: list  # (first, end): the API fails every request
+    prometheus_down: list  # (first, end): nothing scraped, no stale markers
+    notes: list
+
+    @property
+    def account(self):
+        return f"s{self.seed}"
+
+    # --- the upstream, as the API shows it ----------------------------------------------------
+
+    def last_check(self, asset, minute):
+        c = minute - (minute - self.check_phase) % CHECK
+        return min(c, asset.checked_until - (asset.checked_until - self.check_phase) % CHECK - CHECK)
+
+    def count_at(self, asset, check):
+        periods = [(s, e) for _, s, e in asset.listings] + list(asset.unnamed)
+        return sum(1 for s, e in periods if s <= check < e)
+
+    def blocked_at(self, asset, check):
+        return int(any(a <= check < b for a, b in asset.blocks))
+
+    def list_entry(self, asset, minute):
+        """What the list shows of an asset at `minute`: (count, count change, score change,
+        blocked, block change), all as of the API's last check."""
+        c = self.last_check(asset, minute)
+        return (
+            self.count_at(asset, c),
+            self.count_at(asset, c) - self.count_at(asset, c - CHECK),
+            -12 if c in asset.drops else 0,
+            self.blocked_at(asset, c),
+            self.blocked_at(asset, c) - self.blocked_at(asset, c - CHECK),
+        )
+
+    def named_at(self, asset, minute):
+        """The listings a report fetched at `minute` names: {blacklist: start}."""
+        return {b: s for b, s, e in asset.listings if s <= minute < e}
+
+    def reachable(self, replica, minute):
+        return not within(self.outages, minute) and not within(replica.cut_off, minute)
+
+
+def story(seed):
+    """A story drawn from `seed`."""
+    rnd = random.Random(seed)
+    notes = []
+    check_phase = rnd.randrange(CHECK)
+    n_replicas = rnd.choice([1, 2, 2, 3])
+    split = n_replicas > 1 and rnd.random() < 0.3
+    reports = rnd.choice(["all", "all", "all", "none"]) if not split else None
+    replicas = []
+    for i in range(n_replicas):
+        replicas.append(
+            ReplicaSpec(
+                instance=f"exporter-{i}:9525",
+                offset=rnd.randrange(POLL),
+                reports=f"split:{i + 1}/{n_replicas}" if split else reports,
+                report_latency=rnd.choice([1, 1, 2]),
+                round_phase=rnd.randrange(60),
+            )
+        )
+    notes.append(f"{n_replicas} replica(s), reports {'split' if split else reports}, API checks at :{check_phase:02d}")
+
+    def interval(shortest, longest, first=60, last=MINUTES - 60):
+        start = rnd.randrange(first, last)
+        return start, min(start + rnd.randrange(shortest, longest + 1), MINUTES)
+
+    outages = []
+    for _ in range(rnd.choice([0, 0, 1, 2])):
+        # Short (the held data serves) or past max_age; never in between, where whether
+        # ReputationDataStale fires is a matter of a minute.
+        a, b = interval(5, 30) if rnd.random() < 0.5 else interval(80, 240)
+        outages.append((a, b))
+        notes.append(f"API outage {a}-{b}")
+    prometheus_down = []
+    for _ in range(rnd.choice([0, 0, 1])):
+        a, b = interval(1, 4)
+        prometheus_down.append((a, b))
+        notes.append(f"Prometheus down {a}-{b}")
+    for _ in range(rnd.choice([0, 1, 2, 3])):
+        kind = rnd.choice(["one", "one", "all", "rolling"])
+        warm = rnd.random() < 0.6
+        a, _ = interval(1, 1)
+        length = rnd.randrange(1, 11)
+        if kind == "one":
+            r = rnd.choice(replicas)
+            r.restarts.append((a, a + length, warm))
+            notes.append(f"{r.instance} restarts {a}-{a + length} ({'warm' if warm else 'cold'})")
+        elif kind == "all":
+            for r in replicas:
+                r.restarts.append((a, a + length, warm))
+            notes.append(f"every replica restarts {a}-{a + length} ({'warm' if warm else 'cold'})")
+        else:
+            t = a
+            for r in replicas:
+                r.restarts.append((t, t + 1, warm))
+                t += rnd.randrange(1, 4)
+            notes.append(f"rolling update from {a} ({'warm' if warm else 'cold'})")
+    if n_replicas > 1 and rnd.random() < 0.2:
+        r = rnd.choice(replicas)
+        a, b = interval(30, 300)
+        r.cut_off.append((a, b))
+        notes.append(f"{r.instance} cannot reach the API {a}-{b}")
+    for r in replicas:
+        if rnd.random() < 0.2:
+            a, b = interval(10, 120)
+            r.report_fails.append((a, b))
+            notes.append(f"{r.instance}'s reports fail {a}-{b}")
+
+    assets = []
+    for index in range(1, rnd.randrange(2, 6)):
+        asset = AssetSpec(index)
+        for _ in range(rnd.choice([0, 1, 1, 2])):
+            b = rnd.choice(BLACKLISTS)
+            if rnd.random() < 0.15:
+                # Days old at installation, or hours old: news when monitoring begins.
+                s = rnd.choice([-5 * 1440, -rnd.randrange(60, 600)])
+            else:
+                s = rnd.randrange(0, MINUTES - 180)
+            e = s + rnd.choice([rnd.randrange(130, 600), rnd.randrange(600, 3000)])
+            if any(x == b and not (e + CHECK < xs or xe + CHECK < s) for x, xs, xe in asset.listings):
+                continue  # one listing per blacklist at a time, an hour apart
+            asset.listings.append((b, s, e))
+        if rnd.random() < 0.2:
+            s = rnd.randrange(0, MINUTES - 180)
+            asset.unnamed.append((s, s + rnd.randrange(130, 1500)))
+        for _ in range(rnd.choice([0, 0, 1])):
+            c = check_phase + CHECK * rnd.randrange(1, MINUTES // CHECK - 2)
+            if all(abs(c - d) > CHECK for d in asset.drops):
+                asset.drops.append(c)
+        if rnd.random() < 0.2:
+            c = check_phase + CHECK * rnd.randrange(1, MINUTES // CHECK - 4)
+            asset.blocks.append((c, c + CHECK * rnd.randrange(2, 20)))
+        if rnd.random() < 0.1:
+            # The API last checked this asset weeks ago, and that check saw a drop or a block.
+            asset.checked_until = -20 * 1440
+            last = -20 * 1440 - (-20 * 1440 - check_phase) % CHECK - CHECK
+            asset.listings = [x for x in asset.listings if x[2] < 0 or x[1] < last]
+            asset.unnamed = []
+            asset.drops = [last]
+            asset.blocks = [(last, 10**7)] if rnd.random() < 0.5 else []
+            notes.append(f"{asset.labels['asset']} last checked weeks ago")
+        assets.append(asset)
+    return Story(seed, check_phase, replicas, assets, outages, prometheus_down, notes)
+
+
+# --- the exporter, as a model -----------------------------------------------------------------
+
+
+@dataclass
+class View:
+    """What one replica serves at one minute: the minute of the list it serves (None: no asset
+    series) and, per asset, the minute of its report."""
+
+    up: bool
+    list_at: int = None
+    reports: dict = field(default_factory=dict)
+    last_success: int = None
+
+
+def serve(st, r):
+    """The replica `r`'s view of story `st`, minute by minute. Polls every POLL minutes from its
+    offset (and at once after a restart); a poll that reaches the API takes the lists. Reports
+    follow the list (an asset whose entry changed is asked for a report `report_latency`
+    minutes later) and an hourly round asks for every selected asset's. A warm restart keeps
+    the lists and reports (the state store), a cold one starts with none. Past metrics.max_age
+    without a good poll the asset series go."""
+    views = []
+    list_at = None
+    last_success = None
+    reports = {}
+    pending = {}  # minute -> assets whose report is asked then
+    next_poll = r.offset
+    down_before = False
+    selected = [a for a in st.assets if r.reports_on(a.index)]
+    for m in range(MINUTES):
+        restart = next((x for x in r.restarts if x[0] <= m < x[1]), None)
+        if restart:
+            if not restart[2]:
+                list_at, last_success, reports, pending = None, None, {}, {}
+            elif last_success is not None and m - last_success >= MAX_AGE:
+                last_success = None  # a warm start restores no last success older than max_age
+            down_before = True
+            views.append(View(up=False))
+            continue
+        if down_before:
+            next_poll = m
+            down_before = False
+            if list_at is None:
+                # Cold: the first round asks for every selected asset's report.
+                pending.setdefault(m + r.report_latency, set()).update(a.index for a in selected)
+        if m == next_poll:
+            next_poll += POLL
+            if st.reachable(r, m):
+                previous = list_at
+                list_at = last_success = m
+                for a in selected:
+                    if previous is None or st.list_entry(a, previous) != st.list_entry(a, m):
+                        pending.setdefault(m + r.report_latency, set()).add(a.index)
+        if m % 60 == r.round_phase:
+            pending.setdefault(m, set()).update(a.index for a in selected)
+        for index in pending.pop(m, ()):
+            if st.reachable(r, m) and not within(r.report_fails, m):
+                reports[index] = m
+        fresh = list_at is not None and m - list_at < MAX_AGE
+        views.append(View(up=True, list_at=list_at if fresh else None, reports=dict(reports) if fresh else {}, last_success=last_success))
+    return views
+
+
+def timeline(st):
+    """The story's series as its replicas serve them, and the oracle's series."""
+    t = Timeline(st.account, "\n".join(st.notes), MINUTES, [])
+    t.no_scrape = list(st.prometheus_down)
+    job = {"job": "reputation", "account": st.account}
+    for r in st.replicas:
+        views = serve(st, r)
+        who = {**job, "instance": r.instance}
+        t.add("up", who, [1 if v.up else 0 for v in views])
+        for endpoint in ("ip-list", "domain-list"):
+            t.add(
+                "reputation_last_success_timestamp_seconds",
+                {**who, "endpoint": endpoint},
+                [v.last_success * 60 if v.up and v.last_success is not None else GONE for v in views],
+            )
+        for a in st.assets:
+            lab = {**who, **a.labels}
+            entries = [st.list_entry(a, v.list_at) if v.list_at is not None else None for v in views]
+            # (reputation_snds_blocked, index 3, feeds only the recording rules.)
+            for name, i in (
+                ("reputation_blacklistings", 0),
+                ("reputation_blacklistings_change", 1),
+                ("reputation_senderscore_change", 2),
+                ("reputation_snds_blocked_change", 4),
+            ):
+                t.add(name, lab, [e[i] if e is not None else GONE for e in entries])
+            if not r.reports_on(a.index):
+                continue
+            named = [st.named_at(a, v.reports[a.index]) if a.index in v.reports else None for v in views]
+            t.add("reputation_blacklistings_named", lab, [len(n) if n is not None else GONE for n in named])
+            for b in sorted({x[0] for x in a.listings}):
+                t.add(
+                    "reputation_blacklist_listed_since_timestamp_seconds",
+                    {**lab, "blacklist": b},
+                    [n[b] * 60 if n is not None and b in n else GONE for n in named],
+                )
+    for labels, due, allowed, pages in oracle(st):
+        lab = {**job, **labels}
+        t.add("story_due", lab, [1 if m in due else GONE for m in range(MINUTES)])
+        t.add("story_allowed", lab, [1 if m in allowed else GONE for m in range(MINUTES)])
+        t.add("story_pages", lab, [pages] * MINUTES)
+    return t
+
+
+# --- the oracle: what on call must get, from the story alone ----------------------------------
+
+
+def oracle(st):
+    """Per asset and family (and for the account's staleness): the minutes by which a page
+    must be open (due), the minutes a page may be open (allowed) and the number of pages."""
+    scraped = lambda m: not within(st.prometheus_down, m)
+
+    def can_see(m):
+        """Some replica is up and reaches the API at `m`."""
+        return any(not within([(a, b) for a, b, _ in r.restarts], m) and st.reachable(r, m) for r in st.replicas)
+
+    def seen(m):
+        """The first minute at or after `m` at which the exporter can see the API's data."""
+        while m < MINUTES and not can_see(m):
+            m += 1
+        return m
+
+    def all_seen(m):
+        """The minute by which every replica that can has polled since `m`."""
+        return seen(m) + POLL
+
+    def due_at(minute):
+        m = minute + 1  # story:open reads ALERTS a minute back
+        while m < MINUTES and not scraped(m):
+            m += 1
+        return {m} if m < MINUTES else set()
+
+    out = []
+    for a in st.assets:
+        reported = any(r.reports_on(a.index) for r in st.replicas)
+        # Listings: each is one event while it is new (younger than 12 hours) and visible at a
+        # check the API made; a listing no report can name pages as the list's count.
+        events = []  # (may open from, visible at the API's check, closes by)
+        pages = 0
+        counted = set()
+        installed = -((-st.check_phase) % CHECK)  # the API's last check before minute 0
+        rounds = [r.round_phase for r in st.replicas if r.reports_on(a.index)]
+        for b, s, e in [(b, s, e) for b, s, e in a.listings] + [(None, s, e) for s, e in a.unnamed]:
+            # The first check that counts it, or the last before installation.
+            first = max(s + (st.check_phase - s) % CHECK, installed)
+            news_end = s + NEW
+            if first >= min(e, news_end, a.checked_until, MINUTES):
+                continue
+            ended = e + (st.check_phase - e) % CHECK  # the first check that no longer counts it
+            close = min(all_seen(ended), news_end)
+            named = b is not None and reported
+            if st.count_at(a, first) > st.count_at(a, first - CHECK):
+                visible = first  # the list's count rises: reports follow it
+            elif named:
+                # The count does not rise (another listing ended at the same check): only a
+                # report round names it.
+                visible = min(first + (phase - first) % 60 for phase in rounds)
+            else:
+                continue  # nothing the exporter reads shows it
+            # A report names a listing from its start (a round may fetch it before the list's
+            # check counts it); the list's count shows it from that check.
+            events.append((max(s if named else first, 0), max(visible, 0), close))
+            if named:
+                pages += 1
+            elif first not in counted:
+                counted.add(first)
+                pages += 1
+        out.append(window(a.labels, "listing", events, pages, seen, due_at, all_seen))
+        # Score drops and SNDS blocks: the change at the API's check, until its next check.
+        for family, checks in (("score", a.drops), ("snds", [c for c, _ in a.blocks])):
+            events = []
+            for c in checks:
+                if c < 0 or c >= min(a.checked_until, MINUTES):
+                    continue
+                events.append((c, c, all_seen(c + CHECK)))
+            out.append(window(a.labels, family, events, len(events), seen, due_at, all_seen))
+    # The account's data stale: an outage past 45 minutes without a list.
+    events = []
+    for a_, b_ in st.outages:
+        if b_ - a_ >= STALE_AFTER + POLL + 10:
+            events.append((a_, b_ + POLL))
+    due = set()
+    allowed = set()
+    for first, close in events:
+        due |= due_at(first + STALE_AFTER + POLL + 1)
+        allowed |= set(range(first + STALE_AFTER - POLL, min(close + POLL + KEEP + 2, MINUTES)))
+    out.append(({"kind": "", "asset": "", "family": "stale"}, due, allowed, len(events)))
+    return out
+
+
+def window(labels, family, events, pages, seen, due_at, all_seen):
+    due = set()
+    allowed = set()
+    for opens, visible, close in events:
+        if close <= visible:
+            continue
+        first = seen(visible)
+        # The count's page waits 2 minutes for a report and for every replica to see the change.
+        deadline = first + POLL + 3
+        if deadline < close:
+            due |= due_at(deadline)
+        allowed |= set(range(opens, min(close + POLL + 4 + 1, MINUTES)))
+    return ({**labels, "family": family}, due, allowed, pages)
+
+
+# --- running promtool -------------------------------------------------------------------------
+
+# Each check names the stories (accounts) that break it; the first three give the first minute
+# at which they do (promtool prints it as the value), the last the pages counted.
+CHECKS = {
+    "late": "min_over_time(story:late[{T}m])",
+    "unexpected": "min_over_time(story:unexpected[{T}m])",
+    "lost": "min_over_time(story:lost[{T}m])",
+    "pages": (
+        "(sum_over_time(story:onsets[{T}m]) != on (job, account, kind, asset, family) last_over_time(story_pages[{T}m]))"
+        " or (sum_over_time(story:onsets[{T}m]) unless on (job, account, kind, asset, family) last_over_time(story_pages[{T}m]))"
+        " or (last_over_time(story_pages[{T}m]) > 0 unless on (job, account, kind, asset, family) sum_over_time(story:onsets[{T}m]))"
+    ),
+}
+
+
+def test_file(stories, rules, receiver, comment="", groups=("reputation.alerts", "story.receiver"), trace=0):
+    lines = [comment] if comment else []
+    lines += [
+        "rule_files:",
+        f"  - {rules}",
+        f"  - {receiver}",
+        "",
+        "evaluation_interval: 1m",
+        f"group_eval_order: [{', '.join(groups)}]",
+        "",
+        "tests:",
+        '  - interval: "1m"',
+        "    input_series:",
+    ]
+    for st in stories:
+        t = timeline(st)
+        for series, values in t.series:
+            lines.append(f"      - series: '{series}'")
+            lines.append(f'        values: "{t.values_text(values)}"')
+    lines.append("    promql_expr_test:")
+    for name, expr in CHECKS.items():
+        lines.append(f"      # {name}")
+        lines.append(f"      - expr: '{expr.format(T=MINUTES)}'")
+        lines.append(f"        eval_time: {MINUTES - 1}m")
+        lines.append("        exp_samples: []")
+    for minute in range(0, MINUTES, trace) if trace else ():
+        # --trace: what fires every `trace` minutes, printed as failures.
+        lines.append("      - expr: 'ALERTS{alertstate=\"firing\"}'")
+        lines.append(f"        eval_time: {minute}m")
+        lines.append("        exp_samples: []")
+    return "\n".join(lines) + "\n"
+
+
+FAILURE = re.compile(r'account="s(\d+)"')
+
+
+# The alerts the checks read (the pages, and the sources of the inhibitions): promtool's time
+# grows with every rule it evaluates, so the batches load these alone. A regression file loads
+# the whole of alerts.yml.
+CHECKED = {
+    "ReputationSenderScoreDropped",
+    "ReputationBlacklistListed",
+    "ReputationAssetBlacklisted",
+    "ReputationSndsBlocked",
+    "ReputationDataStale",
+    "ReputationExporterDown",
+}
+
+
+def checked_rules(workdir):
+    import yaml
+
+    with open(RULES) as f:
+        rules = yaml.safe_load(f)
+    group = next(g for g in rules["groups"] if g["name"] == "reputation.alerts")
+    group["rules"] = [r for r in group["rules"] if r["alert"] in CHECKED]
+    missing = CHECKED - {r["alert"] for r in group["rules"]}
+    assert not missing, f"alerts.yml has no {missing}"
+    path = os.path.join(workdir, "alerts.yml")
+    with open(path, "w") as f:
+        yaml.safe_dump({"groups": [group]}, f)
+    return path
+
+
+def run_batch(stories, workdir, rules, promtool):
+    path = os.path.join(workdir, f"batch-{stories[0].seed}.yml")
+    with open(path, "w") as f:
+        f.write(test_file(stories, rules, os.path.abspath(RECEIVER)))
+    done = subprocess.run([promtool, "test", "rules", path], capture_output=True, text=True)
+    failures = {}
+    if done.returncode != 0:
+        check = None
+        for line in done.stdout.splitlines() + done.stderr.splitlines():
+            if ", err: " in line:
+                raise RuntimeError(f"promtool could not evaluate a check on {path}:\n{line}")
+            if "expr:" in line:
+                marks = {"late": "story:late", "unexpected": "story:unexpected", "lost": "story:lost[", "pages": "story:onsets"}
+                check = next((name for name, mark in marks.items() if mark in line), None)
+            for seed in FAILURE.findall(line):
+                failures.setdefault(int(seed), set()).add(check or "?")
+        if not failures:
+            raise RuntimeError(f"promtool failed on {path}:\n{done.stdout}{done.stderr}")
+    return failures, done.stdout
+
+
+def print_trace(path, promtool):
+    """The firing alerts of a --trace file, one line per sampled minute that has any."""
+    done = subprocess.run([promtool, "test", "rules", path], capture_output=True, text=True)
+    minute = None
+    previous = None
+    for line in done.stdout.splitlines():
+        if "ALERTS{alertstate=" in line and "time:" in line:
+            minute = re.search(r"time: (\S+),", line).group(1)
+            continue
+        if minute and "got:" in line:
+            found = []
+            for sample in line.split("}, {"):
+                name = re.search(r'alertname="Reputation(\w+)"', sample)
+                asset = re.search(r'asset="([^"]*)"', sample)
+                bl = re.search(r'blacklist="([^"]*)"', sample)
+                found.append(name.group(1) + (f" {asset.group(1)}" if asset else "") + (f" [{bl.group(1)}]" if bl else ""))
+            if found != previous:
+                print(f"  {minute:>8}: " + "; ".join(found))
+            previous = found
+            minute = None
+    for line in done.stdout.splitlines():
+        if "got:" in line and "ALERTS" not in line:
+            print("  check " + line.strip()[:400])
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--stories", type=int, default=200)
+    p.add_argument("--seed", type=int, default=1, help="the first story's seed; the others follow")
+    p.add_argument("--batch", type=int, default=50, help="stories per promtool run")
+    p.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    p.add_argument("--replay", type=int, help="one story: print it (and with --write, write it)")
+    p.add_argument("--write", help="a folder: the replayed story as a promtool test file there")
+    p.add_argument("--trace", type=int, default=0, help="with --write: list the firing alerts every N minutes")
+    p.add_argument("--promtool", default="promtool")
+    args = p.parse_args()
+
+    if args.replay is not None:
+        st = story(args.replay)
+        print(f"story {st.seed}: " + "; ".join(st.notes))
+        for a in st.assets:
+            print(f"  {a.labels['asset']}: listings {a.listings} unnamed {a.unnamed} drops {a.drops} blocks {a.blocks}")
+        if args.write:
+            os.makedirs(args.write, exist_ok=True)
+            path = os.path.join(args.write, f"story_{st.seed}_test.yml")
+            rel = lambda f: os.path.relpath(f, args.write)
+            comment = "\n".join(f"# {line}" for line in [f"Story {st.seed} of tests/rules/stories.py:"] + st.notes)
+            with open(path, "w") as f:
+                f.write(test_file([st], rel(RULES), rel(RECEIVER), comment, trace=args.trace))
+            print(f"written: {path}")
+            if args.trace:
+                print_trace(path, args.promtool)
+        return 0
+
+    seeds = list(range(args.seed, args.seed + args.stories))
+    batches = [[story(s) for s in seeds[i : i + args.batch]] for i in range(0, len(seeds), args.batch)]
+    failed = {}
+    with tempfile.TemporaryDirectory() as workdir, ThreadPoolExecutor(args.jobs) as pool:
+        rules = checked_rules(workdir)
+        for failures, _ in pool.map(lambda b: run_batch(b, workdir, rules, args.promtool), batches):
+            failed.update(failures)
+    by_check = {}
+    for seed, checks in failed.items():
+        for c in checks:
+            by_check.setdefault(c, []).append(seed)
+    for c, seeds_ in sorted(by_check.items()):
+        print(f"{c}: {len(seeds_)} stories, e.g. {sorted(seeds_)[:10]}")
+    for seed in sorted(failed)[:20]:
+        print(f"  story {seed} ({', '.join(sorted(failed[seed]))}): " + "; ".join(story(seed).notes))
+    print(f"{len(seeds) - len(failed)} passed, {len(failed)} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
