@@ -559,27 +559,31 @@ def run_batch(stories, workdir, rules, promtool):
     return failures, done.stdout
 
 
-def print_trace(path, promtool):
-    """The firing alerts of a --trace file, one line per sampled minute that has any."""
+def print_trace(path, promtool, every):
+    """The firing alerts of a --trace file: each minute at which what fires changes."""
     done = subprocess.run([promtool, "test", "rules", path], capture_output=True, text=True)
+    output = (done.stdout + done.stderr).splitlines()
+    firing = {}
     minute = None
-    previous = None
-    for line in done.stdout.splitlines():
+    for line in output:
         if "ALERTS{alertstate=" in line and "time:" in line:
-            minute = re.search(r"time: (\S+),", line).group(1)
-            continue
-        if minute and "got:" in line:
+            h, m = re.search(r"time: (?:(\d+)h)?(?:(\d+)m)?", line).groups()
+            minute = int(h or 0) * 60 + int(m or 0)
+        elif minute is not None and "got:" in line:
             found = []
-            for sample in line.split("}, {"):
+            for sample in re.split(r"\}[^{]*\{", line):
                 name = re.search(r'alertname="Reputation(\w+)"', sample)
                 asset = re.search(r'asset="([^"]*)"', sample)
                 bl = re.search(r'blacklist="([^"]*)"', sample)
                 found.append(name.group(1) + (f" {asset.group(1)}" if asset else "") + (f" [{bl.group(1)}]" if bl else ""))
-            if found != previous:
-                print(f"  {minute:>8}: " + "; ".join(found))
-            previous = found
+            firing[minute] = "; ".join(found)
             minute = None
-    for line in done.stdout.splitlines():
+    previous = ""
+    for m in range(0, MINUTES, every):
+        if firing.get(m, "") != previous:
+            print(f"  {m:>5}: {firing.get(m, '(nothing)')}")
+        previous = firing.get(m, "")
+    for line in output:
         if "got:" in line and "ALERTS" not in line:
             print("  check " + line.strip()[:400])
 
@@ -610,7 +614,7 @@ def main():
                 f.write(test_file([st], rel(RULES), rel(RECEIVER), comment, trace=args.trace))
             print(f"written: {path}")
             if args.trace:
-                print_trace(path, args.promtool)
+                print_trace(path, args.promtool, args.trace)
         return 0
 
     seeds = list(range(args.seed, args.seed + args.stories))
