@@ -80,6 +80,10 @@
     // metrics.max_age.
     staleAfterSeconds: 2700,
     staleFor: '5m',
+    // A replica whose lists are this much older than the freshest replica's (one that cannot
+    // reach the API while another can) is left out of the pages: its values are old news. Two
+    // polls at the default poll.interval.
+    freshSlackSeconds: 600,
     // ReputationExporterDown (no replica serves the account), ReputationExporterReplicaDown
     // (one of several does not) and ReputationExporterReloadFailed.
     exporterDownFor: '5m',

@@ -44,6 +44,10 @@
     % [aggregation, c.replicaLabel, c.shardLabel, metric, c.selector, if matchers == '' then '' else ', ' + matchers, condition],
   // One copy of a process' own series, however many slices serve it.
   local once(aggregation, expr) = '%s without (%s) (%s)' % [aggregation, c.shardLabel, expr],
+  // A series of the recording rules.
+  local rec(name) = '%s{%s}' % [name, c.selector],
+  // A page held by the recording rules (group reputation.pages), one per account and asset.
+  local page(name, aggregation) = '%s without (%s) (%s)' % [aggregation, c.shardLabel, rec(name)],
   // A recording rule's result, over four of its evaluations (they come every rulesInterval).
   local recorded(name) = 'last_over_time(%s{%s}[%s])' % [name, c.selector, c.recordedWindow],
 
@@ -67,55 +71,50 @@
           alert(
             'ReputationSenderScoreDropped',
             'critical',
-            team(any('reputation_senderscore_change', '<= -%s' % c.senderScoreDrop, aggregation='min')),
+            team(page('asset:reputation_senderscore_change:paging', 'min')),
             'Sender Score dropped sharply.',
             "The Sender Score of {{ $labels.kind }} {{ $labels.asset }} changed by {{ $value }} points at the API's last check.",
-            bridged,
           ),
           // A listing a report names, begun less than listingNewSeconds ago: the listings that
           // stand when monitoring starts (days or months old) never page. It resolves when the
           // listing ends, or once it is no longer new; an account's standing listings are then
-          // ReputationBlacklistedAssets.
+          // ReputationBlacklistedAssets. A listing the count's page announced before its report
+          // named it does not page again.
           alert(
             'ReputationBlacklistListed',
             'critical',
-            team('time() - %s < %s' % [one('reputation_blacklist_listed_since_timestamp_seconds'), c.listingNewSeconds]),
+            team('time() - max without (%s) (%s unless on (job, %s, %s, kind, asset, blacklist) %s) < %s' % [
+              c.shardLabel,
+              rec('asset_blacklist:reputation_blacklist_listed_since:new'),
+              c.accountLabel,
+              c.shardLabel,
+              rec('asset_blacklist:reputation_blacklist_listed_since:counted'),
+              c.listingNewSeconds,
+            ]),
             'Asset newly listed on a blacklist.',
             '{{ $labels.kind }} {{ $labels.asset }} was listed on {{ $labels.blacklist }} {{ $value | humanizeDuration }} ago.',
-            bridged,
           ),
-          // A rise of the list's count at the API's last check that no report names (reports
-          // off, the asset not selected or excluded, its report failing): pages after
-          // listingCountFor, the time a report that follows the list takes to name it. The rise
-          // counts once every replica that serves the asset has seen it (replicas poll minutes
-          // apart, and the one reporting on it may see it last); a report names the listings
-          // when it names as many as the list counts.
+          // A rise of the list's count that no report names within listingCountFor; it stays
+          // open while the listings a late report then names are new.
           alert(
             'ReputationAssetBlacklisted',
             'critical',
-            team('%s > 0\nunless on (%s)\n%s >= %s' % [
-              one('reputation_blacklistings_change', aggregation='min'),
-              asset,
-              any('reputation_blacklistings_named', '> 0'),
-              any('reputation_blacklistings', '> 0'),
+            team('max without (%s) (%s or count without (blacklist) (%s))' % [
+              c.shardLabel,
+              rec('asset:reputation_blacklistings_change:unnamed'),
+              rec('asset_blacklist:reputation_blacklist_listed_since:counted'),
             ]),
             'Asset newly blacklisted; no report names the blacklist.',
-            "{{ $labels.kind }} {{ $labels.asset }} was listed on {{ $value }} more blacklist(s) at the API's last check, and no asset report names them (reports off or not selected for it, or its report could not be had).",
-            pendingFor(c.listingCountFor) + bridged,
+            "{{ $labels.kind }} {{ $labels.asset }} was listed on {{ $value }} more blacklist(s) at the API's last check, and no asset report named them in time (reports off or not selected for it, or its report could not be had); a report that names them later does not page again.",
+            pendingFor(c.listingCountFor),
           ),
-          // A block the API saw begin at its last check; a block that stands is
-          // ReputationSndsBlockedAssets.
           alert(
             'ReputationSndsBlocked',
             'critical',
-            team(any('reputation_snds_blocked_change', '> 0')),
+            team(page('asset:reputation_snds_blocked_change:paging', 'max')),
             'Microsoft SNDS newly reports the asset blocked.',
             "Microsoft SNDS reports {{ $labels.kind }} {{ $labels.asset }} blocked since the API's last check: Outlook.com rejects its mail.",
-            bridged,
           ),
-          // Polls that fail after their retries on every replica (503s the retries got past
-          // are no symptom). An endpoint has no reputation_api_up before its first outcome;
-          // for asset it is 0 after 5 failed reports in a row.
           alert(
             'ReputationApiDown',
             'warning',
@@ -139,25 +138,26 @@
           alert(
             'ReputationDataStale',
             'critical',
-            'time() - min without (endpoint) (%s) > %s' % [one('reputation_last_success_timestamp_seconds', 'endpoint=~"ip-list|domain-list"'), c.staleAfterSeconds],
+            rec('account:reputation_last_success_age_seconds:stale'),
             'Reputation data is stale.',
-            'No replica has polled the lists of %s for {{ $value | humanizeDuration }}; past metrics.max_age the asset series are dropped and no new listing can page. The per-asset alerts are held until the data is back.' % who,
-            pendingFor(c.staleFor) + bridged,
+            'No replica has polled the lists of %s for {{ $value | humanizeDuration }}; past metrics.max_age the asset series are dropped and no new listing can page. The pages already open stay open until the data is back.' % who,
+            pendingFor(c.staleFor),
           ),
-          // No replica serves the account (or one of its slices).
+          // No replica serves every slice of its own: a replica counts as up only when all its
+          // slices are scraped, so replicas on different metrics.shards (a rollout of it) cover
+          // for each other.
           alert(
             'ReputationExporterDown',
             'critical',
-            'min without (%s) (max without (%s) (up{%s})) == 0' % [c.shardLabel, c.replicaLabel, c.selector],
+            'max without (%s) (min without (%s) (up{%s})) == 0' % [c.replicaLabel, c.shardLabel, c.selector],
             'The reputation exporter cannot be scraped.',
             'Prometheus cannot scrape any replica of %s, or of one of its slices: no reputation data and no reputation alerts from it.' % who,
             pendingFor(c.exporterDownFor),
           ),
-          // One replica down while another serves everything: nothing is lost, a ticket.
           alert(
             'ReputationExporterReplicaDown',
             'warning',
-            '%s == 0\nand on (%s)\nmin without (%s) (max without (%s) (up{%s})) == 1\n' % [once('min', 'up{%s}' % c.selector), account, c.shardLabel, c.replicaLabel, c.selector],
+            '%s == 0\nand on (%s)\nmax without (%s) (min without (%s) (up{%s})) == 1\n' % [once('min', 'up{%s}' % c.selector), account, c.replicaLabel, c.shardLabel, c.selector],
             'A replica of the reputation exporter cannot be scraped.',
             'Prometheus cannot scrape {{ $labels.%s }} (or one of its slices); another replica serves %s, so no data is missing.' % [c.replicaLabel, who],
             pendingFor(c.exporterDownFor),

@@ -11,6 +11,17 @@
   local one(metric, matchers='') =
     'max without (%s) (%s{%s%s})' % [c.replicaLabel, metric, c.selector, if matchers == '' then '' else ', ' + matchers],
   local asset = kept('kind, asset'),
+  local lists = 'endpoint=~"ip-list|domain-list"',
+  // A recorded series of this group, as the alerts and the group itself read it.
+  local rec(name) = '%s{%s}' % [name, c.selector],
+  // `expr` (per-asset series of the replicas) kept for the replicas whose lists are fresh.
+  local fresh(expr) = '(%s) and on (job, %s, %s) %s' % [expr, c.accountLabel, c.replicaLabel, rec('instance:reputation_last_success_timestamp_seconds:fresh')],
+  // What a page needs, held while the exporter cannot say: `live`, what the data says now, or
+  // the last minute's result where the account's data of that kind is not served at all (every
+  // replica down or restarting, an API outage past metrics.max_age, a scrape missed).
+  local held(name, live) =
+    '%s\nor\n(%s offset 1m unless on (job, %s, kind) max without (%s, %s) (reputation_assets{%s}) > 0)'
+    % [live, rec(name), c.accountLabel, c.replicaLabel, c.shardLabel, c.selector],
 
   prometheusRules+:: {
     groups+: [
@@ -60,6 +71,95 @@
           {
             record: 'asset:reputation_blacklistings:topk',
             expr: 'topk by (%s) (%d, %s > 0)' % [kept('kind'), c.worstKept, one('reputation_blacklistings')],
+          },
+        ],
+      },
+      // What each page of an event is about, evaluated at the global evaluation interval (1m)
+      // for the alerts of reputation.alerts: the live conditions of the fresh replicas, held
+      // through what makes the data go missing, so that a restart, a rollout or an outage
+      // neither closes a page nor opens it again, and a replica that cannot reach the API does
+      // not keep one open or hold one back (docs/runbook.md, "What pages").
+      {
+        name: 'reputation.pages',
+        rules: [
+          // The replicas whose lists are no more than freshSlackSeconds older than the freshest
+          // replica's of the account: the others serve old news.
+          {
+            record: 'instance:reputation_last_success_timestamp_seconds:fresh',
+            local last = 'min without (endpoint, %s) (reputation_last_success_timestamp_seconds{%s, %s})' % [c.shardLabel, c.selector, lists],
+            expr: '%s\n>= on (job, %s) group_left\nmax by (job, %s) (%s) - %d' % [last, c.accountLabel, c.accountLabel, last, c.freshSlackSeconds],
+          },
+          // A score drop at the API's last check, as a fresh replica sees it.
+          {
+            record: 'asset:reputation_senderscore_change:paging',
+            expr: held('asset:reputation_senderscore_change:paging', 'min without (%s) (%s)' % [c.replicaLabel, fresh('reputation_senderscore_change{%s} <= -%d' % [c.selector, c.senderScoreDrop])]),
+          },
+          // A new SNDS block at the API's last check.
+          {
+            record: 'asset:reputation_snds_blocked_change:paging',
+            expr: held('asset:reputation_snds_blocked_change:paging', 'max without (%s) (%s)' % [c.replicaLabel, fresh('reputation_snds_blocked_change{%s} > 0' % c.selector)]),
+          },
+          // A rise of the list's count at the API's last check that no report names.
+          {
+            record: 'asset:reputation_blacklistings_change:unnamed',
+            expr: held(
+              'asset:reputation_blacklistings_change:unnamed',
+              'max without (%(r)s) (%(change)s)\nunless on (%(asset)s)\nmax without (%(r)s) (%(named)s) >= max without (%(r)s) (%(count)s)' % {
+                r: c.replicaLabel,
+                asset: asset,
+                change: fresh('reputation_blacklistings_change{%s} > 0' % c.selector),
+                named: fresh('reputation_blacklistings_named{%s} > 0' % c.selector),
+                count: fresh('reputation_blacklistings{%s} > 0' % c.selector),
+              }
+            ),
+          },
+          // When that rise last paged (it stood listingCountFor), remembered listingNewSeconds.
+          {
+            record: 'asset:reputation_blacklistings_change:paged',
+            local u = rec('asset:reputation_blacklistings_change:unnamed'),
+            expr: '(%s and %s offset %s) * 0 + time()\nor\n%s offset 1m > time() - %d' % [u, u, c.listingCountFor, rec('asset:reputation_blacklistings_change:paged'), c.listingNewSeconds],
+          },
+          // Listings a report names that began less than listingNewSeconds ago, by when they
+          // began; held while no fresh replica has the asset's report (a cold start before its
+          // first round, the replica reporting on it restarting).
+          {
+            record: 'asset_blacklist:reputation_blacklist_listed_since:new',
+            local name = 'asset_blacklist:reputation_blacklist_listed_since:new',
+            expr: '%s > time() - %d\nor\n(%s offset 1m > time() - %d unless on (%s) max without (%s) (%s))' % [
+              'max without (%s) (%s)' % [c.replicaLabel, fresh('reputation_blacklist_listed_since_timestamp_seconds{%s}' % c.selector)],
+              c.listingNewSeconds,
+              rec(name),
+              c.listingNewSeconds,
+              asset,
+              c.replicaLabel,
+              fresh('reputation_blacklistings_named{%s}' % c.selector),
+            ],
+          },
+          // Those a rise of the count paged already (they began in the two hours before it):
+          // one listing, one page, though its report came late.
+          {
+            record: 'asset_blacklist:reputation_blacklist_listed_since:counted',
+            local since = rec('asset_blacklist:reputation_blacklist_listed_since:new'),
+            local paged = rec('asset:reputation_blacklistings_change:paged'),
+            expr: '%s <= on (%s) group_left %s\nand\n%s + 7200 > on (%s) group_left %s' % [since, asset, paged, since, asset, paged],
+          },
+          // How long no replica has polled the account's lists, past staleAfterSeconds; held
+          // (and counting) while no replica serves a last success at all.
+          {
+            record: 'account:reputation_last_success_age_seconds:stale',
+            local name = 'account:reputation_last_success_age_seconds:stale',
+            expr: 'time() - min without (endpoint) (max without (%s, %s) (reputation_last_success_timestamp_seconds{%s, %s})) > %d\nor\n(%s offset 1m + 60 unless on (job, %s) group by (job, %s) (reputation_last_success_timestamp_seconds{%s, %s}))' % [
+              c.replicaLabel,
+              c.shardLabel,
+              c.selector,
+              lists,
+              c.staleAfterSeconds,
+              rec(name),
+              c.accountLabel,
+              c.accountLabel,
+              c.selector,
+              lists,
+            ],
           },
         ],
       },

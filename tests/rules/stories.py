@@ -49,6 +49,7 @@ sys.path.insert(0, HERE)
 from scenarios import GONE, Timeline, labels_text  # noqa: E402
 
 RULES = os.path.join(HERE, "..", "..", "deploy", "prometheus", "alerts.yml")
+RECORDING = os.path.join(HERE, "..", "..", "deploy", "prometheus", "rules.yml")
 RECEIVER = os.path.join(HERE, "receiver.yml")
 
 MINUTES = 1440  # a story's length
@@ -322,6 +323,7 @@ def timeline(st):
         views = serve(st, r)
         who = {**job, "instance": r.instance}
         t.add("up", who, [1 if v.up else 0 for v in views])
+        t.add("reputation_assets", {**who, "kind": "ip"}, [(len(st.assets) if v.list_at is not None else 0) if v.up else GONE for v in views])
         for endpoint in ("ip-list", "domain-list"):
             t.add(
                 "reputation_last_success_timestamp_seconds",
@@ -474,11 +476,11 @@ CHECKS = {
 }
 
 
-def test_file(stories, rules, receiver, comment="", groups=("reputation.alerts", "story.receiver"), trace=0):
+def test_file(stories, rules, receiver, comment="", trace=0):
+    """`rules`: the alerts' files (the batches' subset, or alerts.yml and rules.yml)."""
+    groups = ("reputation.pages", "reputation.alerts", "story.receiver")
     lines = [comment] if comment else []
-    lines += [
-        "rule_files:",
-        f"  - {rules}",
+    lines += ["rule_files:"] + [f"  - {r}" for r in rules] + [
         f"  - {receiver}",
         "",
         "evaluation_interval: 1m",
@@ -527,21 +529,23 @@ def checked_rules(workdir):
     import yaml
 
     with open(RULES) as f:
-        rules = yaml.safe_load(f)
-    group = next(g for g in rules["groups"] if g["name"] == "reputation.alerts")
+        alerts = yaml.safe_load(f)
+    group = next(g for g in alerts["groups"] if g["name"] == "reputation.alerts")
     group["rules"] = [r for r in group["rules"] if r["alert"] in CHECKED]
     missing = CHECKED - {r["alert"] for r in group["rules"]}
     assert not missing, f"alerts.yml has no {missing}"
+    with open(RECORDING) as f:
+        pages = next(g for g in yaml.safe_load(f)["groups"] if g["name"] == "reputation.pages")
     path = os.path.join(workdir, "alerts.yml")
     with open(path, "w") as f:
-        yaml.safe_dump({"groups": [group]}, f)
+        yaml.safe_dump({"groups": [pages, group]}, f)
     return path
 
 
 def run_batch(stories, workdir, rules, promtool):
     path = os.path.join(workdir, f"batch-{stories[0].seed}.yml")
     with open(path, "w") as f:
-        f.write(test_file(stories, rules, os.path.abspath(RECEIVER)))
+        f.write(test_file(stories, [rules], os.path.abspath(RECEIVER)))
     done = subprocess.run([promtool, "test", "rules", path], capture_output=True, text=True)
     failures = {}
     if done.returncode != 0:
@@ -611,7 +615,7 @@ def main():
             rel = lambda f: os.path.relpath(f, args.write)
             comment = "\n".join(f"# {line}" for line in [f"Story {st.seed} of tests/rules/stories.py:"] + st.notes)
             with open(path, "w") as f:
-                f.write(test_file([st], rel(RULES), rel(RECEIVER), comment, trace=args.trace))
+                f.write(test_file([st], [rel(RULES), rel(RECORDING)], rel(RECEIVER), comment, trace=args.trace))
             print(f"written: {path}")
             if args.trace:
                 print_trace(path, args.promtool, args.trace)
