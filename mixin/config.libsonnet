@@ -58,6 +58,9 @@
     // no report names the new listing for this long, the time a report that follows the list
     // takes to name it (when it does, ReputationBlacklistListed pages instead).
     listingCountFor: '2m',
+    // The same and a minute: the count's page was up (it had stood listingCountFor) a minute
+    // before a late report named the listing.
+    listingCountForPlusOne: '3m',
     // ReputationSndsRed (warning).
     sndsRedFor: '1h',
     // ReputationBlacklistedAssets and ReputationSndsBlockedAssets (info): the standing
@@ -80,10 +83,15 @@
     // metrics.max_age.
     staleAfterSeconds: 2700,
     staleFor: '5m',
-    // A replica whose lists are this much older than the freshest replica's (one that cannot
-    // reach the API while another can) is left out of the pages: its values are old news. Two
-    // polls at the default poll.interval.
-    freshSlackSeconds: 600,
+    // The pages read the replicas whose lists are at most this much older than the freshest
+    // replica's: the newest data the account has. A replica that cannot reach the API while
+    // another can, or that has not yet seen the API's last check, is left out: its values are
+    // old news that would hold a page open or back.
+    freshSlackSeconds: 60,
+    // The asset reports are read from the replicas whose lists are at most this much older
+    // (two polls): a replica's report follows its list, and the replicas report on different
+    // assets when reports are split.
+    currentSlackSeconds: 600,
     // ReputationExporterDown (no replica serves the account), ReputationExporterReplicaDown
     // (one of several does not) and ReputationExporterReloadFailed.
     exporterDownFor: '5m',

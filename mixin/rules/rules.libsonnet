@@ -16,9 +16,15 @@
   local rec(name) = '%s{%s}' % [name, c.selector],
   // `expr` (per-asset series of the replicas) kept for the replicas whose lists are fresh.
   local fresh(expr) = '(%s) and on (job, %s, %s) %s' % [expr, c.accountLabel, c.replicaLabel, rec('instance:reputation_last_success_timestamp_seconds:fresh')],
+  // `expr` (asset reports' series) kept for the replicas whose lists are current.
+  local current(expr) = '(%s) and on (job, %s, %s) %s' % [expr, c.accountLabel, c.replicaLabel, rec('instance:reputation_last_success_timestamp_seconds:current')],
   // What a page needs, held while the exporter cannot say: `live`, what the data says now, or
   // the last minute's result where the account's data of that kind is not served at all (every
   // replica down or restarting, an API outage past metrics.max_age, a scrape missed).
+  // The replicas whose lists' last success is at most `slack` seconds older than the newest.
+  local newest(slack) =
+    local last = 'min without (endpoint, %s) (reputation_last_success_timestamp_seconds{%s, %s})' % [c.shardLabel, c.selector, lists];
+    '%s\n>= on (job, %s) group_left\nmax by (job, %s) (%s) - %d' % [last, c.accountLabel, c.accountLabel, last, slack],
   local held(name, live) =
     '%s\nor\n(%s offset 1m unless on (job, %s, kind) max without (%s, %s) (reputation_assets{%s}) > 0)'
     % [live, rec(name), c.accountLabel, c.replicaLabel, c.shardLabel, c.selector],
@@ -83,11 +89,16 @@
         name: 'reputation.pages',
         rules: [
           // The replicas whose lists are no more than freshSlackSeconds older than the freshest
-          // replica's of the account: the others serve old news.
+          // replica's of the account (the lists' changes are read from these), and those no
+          // more than currentSlackSeconds older (the asset reports are read from these: a
+          // replica's report follows its list a poll later).
           {
             record: 'instance:reputation_last_success_timestamp_seconds:fresh',
-            local last = 'min without (endpoint, %s) (reputation_last_success_timestamp_seconds{%s, %s})' % [c.shardLabel, c.selector, lists],
-            expr: '%s\n>= on (job, %s) group_left\nmax by (job, %s) (%s) - %d' % [last, c.accountLabel, c.accountLabel, last, c.freshSlackSeconds],
+            expr: newest(c.freshSlackSeconds),
+          },
+          {
+            record: 'instance:reputation_last_success_timestamp_seconds:current',
+            expr: newest(c.currentSlackSeconds),
           },
           // A score drop at the API's last check, as a fresh replica sees it.
           {
@@ -99,49 +110,54 @@
             record: 'asset:reputation_snds_blocked_change:paging',
             expr: held('asset:reputation_snds_blocked_change:paging', 'max without (%s) (%s)' % [c.replicaLabel, fresh('reputation_snds_blocked_change{%s} > 0' % c.selector)]),
           },
-          // A rise of the list's count at the API's last check that no report names.
+          // A rise of the list's count at the API's last check that no report names: the
+          // report names fewer listings than the list counts, and fewer begun in the last two
+          // hours (since the check before) than the count rose by.
           {
             record: 'asset:reputation_blacklistings_change:unnamed',
             expr: held(
               'asset:reputation_blacklistings_change:unnamed',
-              'max without (%(r)s) (%(change)s)\nunless on (%(asset)s)\nmax without (%(r)s) (%(named)s) >= max without (%(r)s) (%(count)s)' % {
+              'max without (%(r)s) (%(change)s)\nunless on (%(asset)s)\n(max without (%(r)s) (%(named)s) >= max without (%(r)s) (%(count)s)\nor count without (blacklist) (max without (%(r)s) (%(recent)s)) >= max without (%(r)s) (%(change)s))' % {
                 r: c.replicaLabel,
                 asset: asset,
                 change: fresh('reputation_blacklistings_change{%s} > 0' % c.selector),
-                named: fresh('reputation_blacklistings_named{%s} > 0' % c.selector),
+                named: current('reputation_blacklistings_named{%s} > 0' % c.selector),
                 count: fresh('reputation_blacklistings{%s} > 0' % c.selector),
+                recent: current('reputation_blacklist_listed_since_timestamp_seconds{%s} > time() - 7200' % c.selector),
               }
             ),
           },
-          // When that rise last paged (it stood listingCountFor), remembered listingNewSeconds.
-          {
-            record: 'asset:reputation_blacklistings_change:paged',
-            local u = rec('asset:reputation_blacklistings_change:unnamed'),
-            expr: '(%s and %s offset %s) * 0 + time()\nor\n%s offset 1m > time() - %d' % [u, u, c.listingCountFor, rec('asset:reputation_blacklistings_change:paged'), c.listingNewSeconds],
-          },
           // Listings a report names that began less than listingNewSeconds ago, by when they
-          // began; held while no fresh replica has the asset's report (a cold start before its
-          // first round, the replica reporting on it restarting).
+          // began, unless the replica's list counts none for the asset (its report is older
+          // than its list); held while no fresh replica has the asset's report (a cold start
+          // before its first round, the replica reporting on it restarting).
           {
             record: 'asset_blacklist:reputation_blacklist_listed_since:new',
             local name = 'asset_blacklist:reputation_blacklist_listed_since:new',
             expr: '%s > time() - %d\nor\n(%s offset 1m > time() - %d unless on (%s) max without (%s) (%s))' % [
-              'max without (%s) (%s)' % [c.replicaLabel, fresh('reputation_blacklist_listed_since_timestamp_seconds{%s}' % c.selector)],
+              'max without (%s) (%s)' % [c.replicaLabel, current('reputation_blacklist_listed_since_timestamp_seconds{%s} unless on (%s, %s) reputation_blacklistings{%s} == 0' % [c.selector, asset, c.replicaLabel, c.selector])],
               c.listingNewSeconds,
               rec(name),
               c.listingNewSeconds,
               asset,
               c.replicaLabel,
-              fresh('reputation_blacklistings_named{%s}' % c.selector),
+              current('reputation_blacklistings_named{%s}' % c.selector),
             ],
           },
-          // Those a rise of the count paged already (they began in the two hours before it):
-          // one listing, one page, though its report came late.
+          // Those the count's page announced: first named while that page was up (a report
+          // that came late), remembered while they are new. One listing, one page.
           {
             record: 'asset_blacklist:reputation_blacklist_listed_since:counted',
+            local name = 'asset_blacklist:reputation_blacklist_listed_since:counted',
             local since = rec('asset_blacklist:reputation_blacklist_listed_since:new'),
-            local paged = rec('asset:reputation_blacklistings_change:paged'),
-            expr: '%s <= on (%s) group_left %s\nand\n%s + 7200 > on (%s) group_left %s' % [since, asset, paged, since, asset, paged],
+            local unnamed = rec('asset:reputation_blacklistings_change:unnamed'),
+            expr: '%(since)s and on (%(asset)s, blacklist) %(name)s offset 1m\nor\n(%(since)s unless on (%(asset)s, blacklist) %(since)s offset 1m)\nand on (%(asset)s) (%(unnamed)s offset 1m and %(unnamed)s offset %(pending)s)' % {
+              since: since,
+              asset: asset,
+              name: rec(name),
+              unnamed: unnamed,
+              pending: c.listingCountForPlusOne,
+            },
           },
           // How long no replica has polled the account's lists, past staleAfterSeconds; held
           // (and counting) while no replica serves a last success at all.
