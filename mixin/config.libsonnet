@@ -92,6 +92,9 @@
     // (two polls): a replica's report follows its list, and the replicas report on different
     // assets when reports are split.
     currentSlackSeconds: 600,
+    // How often the API checks an asset (hourly): a list polled this long after a listing
+    // began counts it if it stands.
+    apiCheckSeconds: 3600,
     // ReputationExporterDown (no replica serves the account), ReputationExporterReplicaDown
     // (one of several does not) and ReputationExporterReloadFailed.
     exporterDownFor: '5m',

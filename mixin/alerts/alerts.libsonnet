@@ -94,16 +94,12 @@
             'Asset newly listed on a blacklist.',
             '{{ $labels.kind }} {{ $labels.asset }} was listed on {{ $labels.blacklist }} {{ $value | humanizeDuration }} ago.',
           ),
-          // A rise of the list's count that no report names within listingCountFor; it stays
-          // open while the listings a late report then names are new.
+          // A rise of the list's count that no report names within listingCountFor; a report
+          // that names it later ends this page, and does not page again.
           alert(
             'ReputationAssetBlacklisted',
             'critical',
-            team('max without (%s) (%s or count without (blacklist) (%s))' % [
-              c.shardLabel,
-              rec('asset:reputation_blacklistings_change:unnamed'),
-              rec('asset_blacklist:reputation_blacklist_listed_since:counted'),
-            ]),
+            team(page('asset:reputation_blacklistings_change:unnamed', 'max')),
             'Asset newly blacklisted; no report names the blacklist.',
             "{{ $labels.kind }} {{ $labels.asset }} was listed on {{ $value }} more blacklist(s) at the API's last check, and no asset report named them in time (reports off or not selected for it, or its report could not be had); a report that names them later does not page again.",
             pendingFor(c.listingCountFor),

@@ -127,15 +127,34 @@
               }
             ),
           },
+          // A replica's report older than its list: it names a listing that began an API
+          // check interval (apiCheckSeconds) or more before the replica's last list poll, and
+          // that list counts none for the asset (a replica back from a time without the API,
+          // before its report follows the list).
+          {
+            record: 'instance_asset_blacklist:reputation_blacklist_listed_since:outdated',
+            expr: 'reputation_blacklist_listed_since_timestamp_seconds{%s}\n< on (job, %s, %s) group_left\nmin without (endpoint, %s) (reputation_last_success_timestamp_seconds{%s, %s}) - %d\nand on (%s, %s) reputation_blacklistings{%s} == 0' % [
+              c.selector,
+              c.accountLabel,
+              c.replicaLabel,
+              c.shardLabel,
+              c.selector,
+              lists,
+              c.apiCheckSeconds,
+              asset,
+              c.replicaLabel,
+              c.selector,
+            ],
+          },
           // Listings a report names that began less than listingNewSeconds ago, by when they
-          // began, unless the replica's list counts none for the asset (its report is older
-          // than its list); held while no fresh replica has the asset's report (a cold start
-          // before its first round, the replica reporting on it restarting).
+          // began (outdated reports aside); held while no current replica has the asset's
+          // report (a cold start before its first round, the replica reporting on it
+          // restarting).
           {
             record: 'asset_blacklist:reputation_blacklist_listed_since:new',
             local name = 'asset_blacklist:reputation_blacklist_listed_since:new',
             expr: '%s > time() - %d\nor\n(%s offset 1m > time() - %d unless on (%s) max without (%s) (%s))' % [
-              'max without (%s) (%s)' % [c.replicaLabel, current('reputation_blacklist_listed_since_timestamp_seconds{%s} unless on (%s, %s) reputation_blacklistings{%s} == 0' % [c.selector, asset, c.replicaLabel, c.selector])],
+              'max without (%s) (%s)' % [c.replicaLabel, current('reputation_blacklist_listed_since_timestamp_seconds{%s} unless on (%s, blacklist, %s) %s' % [c.selector, asset, c.replicaLabel, rec('instance_asset_blacklist:reputation_blacklist_listed_since:outdated')])],
               c.listingNewSeconds,
               rec(name),
               c.listingNewSeconds,
