@@ -58,9 +58,6 @@
     // no report names the new listing for this long, the time a report that follows the list
     // takes to name it (when it does, ReputationBlacklistListed pages instead).
     listingCountFor: '2m',
-    // The same and a minute: the count's page was up (it had stood listingCountFor) a minute
-    // before a late report named the listing.
-    listingCountForPlusOne: '3m',
     // ReputationSndsRed (warning).
     sndsRedFor: '1h',
     // ReputationBlacklistedAssets and ReputationSndsBlockedAssets (info): the standing

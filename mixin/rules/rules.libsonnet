@@ -110,17 +110,20 @@
             record: 'asset:reputation_snds_blocked_change:paging',
             expr: held('asset:reputation_snds_blocked_change:paging', 'max without (%s) (%s)' % [c.replicaLabel, fresh('reputation_snds_blocked_change{%s} > 0' % c.selector)]),
           },
-          // A rise of the list's count at the API's last check that no report names: the
-          // report names fewer listings than the list counts, and fewer begun in the last two
-          // hours (since the check before) than the count rose by.
+          // A rise of the list's count at the API's last check, once every current replica
+          // has seen it (the one that reports on the asset among them), that no report names:
+          // the report names fewer listings than the list counts, and fewer begun in the last
+          // two hours (since the check before) than the count rose by.
           {
             record: 'asset:reputation_blacklistings_change:unnamed',
             expr: held(
               'asset:reputation_blacklistings_change:unnamed',
-              'max without (%(r)s) (%(change)s)\nunless on (%(asset)s)\n(max without (%(r)s) (%(named)s) >= max without (%(r)s) (%(count)s)\nor count without (blacklist) (max without (%(r)s) (%(recent)s)) >= max without (%(r)s) (%(change)s))' % {
+              'count without (%(r)s) (%(change)s) >= on (job, %(a)s) group_left count by (job, %(a)s) (%(current)s)\nunless on (%(asset)s)\n(max without (%(r)s) (%(named)s) >= max without (%(r)s) (%(count)s)\nor count without (blacklist) (max without (%(r)s) (%(recent)s)) >= max without (%(r)s) (%(change)s))' % {
                 r: c.replicaLabel,
                 asset: asset,
-                change: fresh('reputation_blacklistings_change{%s} > 0' % c.selector),
+                a: c.accountLabel,
+                current: rec('instance:reputation_last_success_timestamp_seconds:current'),
+                change: current('reputation_blacklistings_change{%s} > 0' % c.selector),
                 named: current('reputation_blacklistings_named{%s} > 0' % c.selector),
                 count: fresh('reputation_blacklistings{%s} > 0' % c.selector),
                 recent: current('reputation_blacklist_listed_since_timestamp_seconds{%s} > time() - 7200' % c.selector),
@@ -163,19 +166,25 @@
               current('reputation_blacklistings_named{%s}' % c.selector),
             ],
           },
-          // Those the count's page announced: first named while that page was up (a report
-          // that came late), remembered while they are new. One listing, one page.
+          // When the count's page last stood (it had stood listingCountFor), remembered while
+          // a listing it announced can be new.
+          {
+            record: 'asset:reputation_blacklistings_change:paged',
+            local u = rec('asset:reputation_blacklistings_change:unnamed'),
+            expr: '(%s and %s offset %s) * 0 + time()\nor\n%s offset 1m > time() - %d' % [u, u, c.listingCountFor, rec('asset:reputation_blacklistings_change:paged'), c.listingNewSeconds],
+          },
+          // The listings the count's page announced: first named (a report that came late) after
+          // that page stood, and begun before it. Remembered while they are new. One listing,
+          // one page.
           {
             record: 'asset_blacklist:reputation_blacklist_listed_since:counted',
             local name = 'asset_blacklist:reputation_blacklist_listed_since:counted',
             local since = rec('asset_blacklist:reputation_blacklist_listed_since:new'),
-            local unnamed = rec('asset:reputation_blacklistings_change:unnamed'),
-            expr: '%(since)s and on (%(asset)s, blacklist) %(name)s offset 1m\nor\n(%(since)s unless on (%(asset)s, blacklist) %(since)s offset 1m)\nand on (%(asset)s) (%(unnamed)s offset 1m and %(unnamed)s offset %(pending)s)' % {
+            expr: '%(since)s and on (%(asset)s, blacklist) %(name)s offset 1m\nor\n(%(since)s unless on (%(asset)s, blacklist) %(since)s offset 1m)\n<= on (%(asset)s) group_left %(paged)s' % {
               since: since,
               asset: asset,
               name: rec(name),
-              unnamed: unnamed,
-              pending: c.listingCountForPlusOne,
+              paged: rec('asset:reputation_blacklistings_change:paged'),
             },
           },
           // How long no replica has polled the account's lists, past staleAfterSeconds; held
