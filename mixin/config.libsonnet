@@ -92,6 +92,13 @@
     // How often the API checks an asset (hourly): a list polled this long after a listing
     // began counts it if it stands.
     apiCheckSeconds: 3600,
+    // A score drop or an SNDS block at the API's last check is old news, and pages nothing,
+    // when the asset's report dates the API's last update of it (the newest Sender Score
+    // history entry, daily) further back than this: an asset the API stopped checking.
+    checkOldSeconds: 259200,
+    // The score drop's and the SNDS block's pages wait this long for the asset's report (the
+    // date above), as the count's page does for the report that names a listing.
+    changeFor: '2m',
     // ReputationExporterDown (no replica serves the account), ReputationExporterReplicaDown
     // (one of several does not) and ReputationExporterReloadFailed.
     exporterDownFor: '5m',

@@ -74,6 +74,7 @@
             team(page('asset:reputation_senderscore_change:paging', 'min')),
             'Sender Score dropped sharply.',
             "The Sender Score of {{ $labels.kind }} {{ $labels.asset }} changed by {{ $value }} points at the API's last check.",
+            pendingFor(c.changeFor),
           ),
           // A listing a report names, begun less than listingNewSeconds ago: the listings that
           // stand when monitoring starts (days or months old) never page. It resolves when the
@@ -110,6 +111,7 @@
             team(page('asset:reputation_snds_blocked_change:paging', 'max')),
             'Microsoft SNDS newly reports the asset blocked.',
             "Microsoft SNDS reports {{ $labels.kind }} {{ $labels.asset }} blocked since the API's last check: Outlook.com rejects its mail.",
+            pendingFor(c.changeFor),
           ),
           alert(
             'ReputationApiDown',

@@ -100,15 +100,21 @@
             record: 'instance:reputation_last_success_timestamp_seconds:current',
             expr: newest(c.currentSlackSeconds),
           },
+          // Assets whose report says the API last updated them more than checkOldSeconds ago
+          // (the newest Sender Score history date): the change their list shows is old news.
+          {
+            record: 'asset:reputation_senderscore_last_update_timestamp_seconds:old',
+            expr: 'max without (%s) (%s) < time() - %d' % [c.replicaLabel, current('reputation_senderscore_last_update_timestamp_seconds{%s}' % c.selector), c.checkOldSeconds],
+          },
           // A score drop at the API's last check, as a fresh replica sees it.
           {
             record: 'asset:reputation_senderscore_change:paging',
-            expr: held('asset:reputation_senderscore_change:paging', 'min without (%s) (%s)' % [c.replicaLabel, fresh('reputation_senderscore_change{%s} <= -%d' % [c.selector, c.senderScoreDrop])]),
+            expr: held('asset:reputation_senderscore_change:paging', 'min without (%s) (%s) unless on (%s) %s' % [c.replicaLabel, fresh('reputation_senderscore_change{%s} <= -%d' % [c.selector, c.senderScoreDrop]), asset, rec('asset:reputation_senderscore_last_update_timestamp_seconds:old')]),
           },
           // A new SNDS block at the API's last check.
           {
             record: 'asset:reputation_snds_blocked_change:paging',
-            expr: held('asset:reputation_snds_blocked_change:paging', 'max without (%s) (%s)' % [c.replicaLabel, fresh('reputation_snds_blocked_change{%s} > 0' % c.selector)]),
+            expr: held('asset:reputation_snds_blocked_change:paging', 'max without (%s) (%s) unless on (%s) %s' % [c.replicaLabel, fresh('reputation_snds_blocked_change{%s} > 0' % c.selector), asset, rec('asset:reputation_senderscore_last_update_timestamp_seconds:old')]),
           },
           // A rise of the list's count at the API's last check, once every current replica
           // has seen it (the one that reports on the asset among them), that no report names:

@@ -415,16 +415,16 @@ block (15m after the recording rules first wrote them: they run every 5m).""",
 
     t = Timeline(
         "score drop",
-        """A score that falls 12 points at the API's check at minute 60 pages at once and
-resolves when the next check (minute 120) says otherwise, keep_firing_for (3m) later;
-one that falls 5 points does not page.""",
+        """A score that falls 12 points at the API's check at minute 60 pages once changeFor (2m)
+has given the report its chance to date it, and resolves when the next check (minute 120)
+says otherwise; one that falls 5 points does not page.""",
         240,
         CRITICAL,
     )
     r = Replica("exporter:9525", 0)
     t.served("reputation_senderscore_change", ip(1), r, step(0, {60: -12, 120: 0}))
     t.served("reputation_senderscore_change", ip(2), r, step(0, {60: -5, 120: 0}))
-    t.expect("ReputationSenderScoreDropped", ip(1), (60, 119))
+    t.expect("ReputationSenderScoreDropped", ip(1), (62, 119))
     out["alerts_test.yml"].append(t)
 
     t = Timeline(
@@ -448,9 +448,8 @@ listing but not the new one, the count's page too.""",
 
     t = Timeline(
         "snds block",
-        """SNDS reports an address blocked at the API's check at minute 60: a page at once, until
-the next check says otherwise (plus keep_firing_for); an address blocked all along does
-not page.""",
+        """SNDS reports an address blocked at the API's check at minute 60: a page after changeFor
+(2m), until the next check says otherwise; an address blocked all along does not page.""",
         240,
         CRITICAL,
     )
@@ -459,7 +458,7 @@ not page.""",
     t.served("reputation_snds_blocked_change", ip(1), r, step(0, {60: 1, 120: 0}))
     t.served("reputation_snds_blocked", ip(2), r, lambda m: 1)
     t.served("reputation_snds_blocked_change", ip(2), r, lambda m: 0)
-    t.expect("ReputationSndsBlocked", ip(1), (60, 119))
+    t.expect("ReputationSndsBlocked", ip(1), (62, 119))
     out["alerts_test.yml"].append(t)
 
     t = Timeline(

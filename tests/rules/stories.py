@@ -345,6 +345,12 @@ def timeline(st):
                 continue
             named = [st.named_at(a, v.reports[a.index]) if a.index in v.reports else None for v in views]
             t.add("reputation_blacklistings_named", lab, [len(n) if n is not None else GONE for n in named])
+            # The newest Sender Score history date: the API's last check of the asset.
+            t.add(
+                "reputation_senderscore_last_update_timestamp_seconds",
+                lab,
+                [st.last_check(a, v.reports[a.index]) * 60 if a.index in v.reports else GONE for v in views],
+            )
             for b in sorted({x[0] for x in a.listings}):
                 t.add(
                     "reputation_blacklist_listed_since_timestamp_seconds",
@@ -423,6 +429,12 @@ def oracle(st):
                 counted.add(first)
                 pages += 1
         out.append(window(a.labels, "listing", events, pages, seen, due_at, all_seen))
+        if a.checked_until < 0 and not reported:
+            # The API stopped checking the asset weeks ago and no replica reports on it: nothing
+            # the exporter serves dates its last change, so a page for it is allowed, not due.
+            for family in ("score", "snds"):
+                out.append(({**a.labels, "family": family}, set(), set(range(MINUTES)), -1))
+            continue
         # Score drops and SNDS blocks: the change at the API's check, until its next check.
         for family, checks in (("score", a.drops), ("snds", [c for c, _ in a.blocks])):
             events = []
@@ -469,8 +481,9 @@ CHECKS = {
     "unexpected": "min_over_time(story:unexpected[{T}m])",
     "lost": "min_over_time(story:lost[{T}m])",
     "pages": (
-        "(sum_over_time(story:onsets[{T}m]) != on (job, account, kind, asset, family) last_over_time(story_pages[{T}m]))"
+        "(sum_over_time(story:onsets[{T}m]) != on (job, account, kind, asset, family) (last_over_time(story_pages[{T}m]) >= 0))"
         " or (sum_over_time(story:onsets[{T}m]) unless on (job, account, kind, asset, family) last_over_time(story_pages[{T}m]))"
+        # (story_pages -1: any number of pages.)
         " or (last_over_time(story_pages[{T}m]) > 0 unless on (job, account, kind, asset, family) sum_over_time(story:onsets[{T}m]))"
     ),
 }
