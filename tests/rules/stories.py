@@ -93,7 +93,7 @@ class AssetSpec:
     unnamed: list = field(default_factory=list)  # (start, end): counted by the list, named by no report
     drops: list = field(default_factory=list)  # checks whose score change is -12
     blocks: list = field(default_factory=list)  # (first check, end check) SNDS blocks
-    checked_until: int = MINUTES  # the API stopped checking the asset at this minute
+    checked_until: int = None  # the API stopped checking the asset at this minute
 
     @property
     def labels(self):
@@ -116,9 +116,14 @@ class Story:
 
     # --- the upstream, as the API shows it ----------------------------------------------------
 
+    def check_before(self, minute):
+        """The API's last check of an asset at or before `minute`."""
+        return minute - (minute - self.check_phase) % CHECK
+
     def last_check(self, asset, minute):
-        c = minute - (minute - self.check_phase) % CHECK
-        return min(c, asset.checked_until - (asset.checked_until - self.check_phase) % CHECK - CHECK)
+        if asset.checked_until is None:
+            return self.check_before(minute)
+        return self.check_before(min(minute, asset.checked_until))
 
     def count_at(self, asset, check):
         periods = [(s, e) for _, s, e in asset.listings] + list(asset.unnamed)
@@ -241,7 +246,7 @@ def story(seed):
         if rnd.random() < 0.1:
             # The API last checked this asset weeks ago, and that check saw a drop or a block.
             asset.checked_until = -20 * 1440
-            last = -20 * 1440 - (-20 * 1440 - check_phase) % CHECK - CHECK
+            last = asset.checked_until - (asset.checked_until - check_phase) % CHECK
             asset.listings = [x for x in asset.listings if x[2] < 0 or x[1] < last]
             asset.unnamed = []
             asset.drops = [last]
@@ -407,7 +412,7 @@ def oracle(st):
             # The first check that counts it, or the last before installation.
             first = max(s + (st.check_phase - s) % CHECK, installed)
             news_end = s + NEW
-            if first >= min(e, news_end, a.checked_until, MINUTES):
+            if first >= min(e, news_end, MINUTES if a.checked_until is None else a.checked_until):
                 continue
             ended = e + (st.check_phase - e) % CHECK  # the first check that no longer counts it
             close = min(all_seen(ended), news_end)
@@ -429,7 +434,7 @@ def oracle(st):
                 counted.add(first)
                 pages += 1
         out.append(window(a.labels, "listing", events, pages, seen, due_at, all_seen))
-        if a.checked_until < 0 and not reported:
+        if a.checked_until is not None and not reported:
             # The API stopped checking the asset weeks ago and no replica reports on it: nothing
             # the exporter serves dates its last change, so a page for it is allowed, not due.
             for family in ("score", "snds"):
@@ -439,7 +444,7 @@ def oracle(st):
         for family, checks in (("score", a.drops), ("snds", [c for c, _ in a.blocks])):
             events = []
             for c in checks:
-                if c < 0 or c >= min(a.checked_until, MINUTES):
+                if c < 0 or (a.checked_until is not None and c > a.checked_until):
                     continue
                 events.append((c, c, all_seen(c + CHECK)))
             out.append(window(a.labels, family, events, len(events), seen, due_at, all_seen))
