@@ -21,6 +21,8 @@
   // What a page needs, held while the exporter cannot say: `live`, what the data says now, or
   // the last minute's result where the account's data of that kind is not served at all (every
   // replica down or restarting, an API outage past metrics.max_age, a scrape missed).
+  // The assets a current replica has the report of.
+  local reported = 'max without (%s) (%s)' % [c.replicaLabel, current('reputation_blacklistings_named{%s}' % c.selector)],
   // The replicas whose lists' last success is at most `slack` seconds older than the newest.
   local newest(slack) =
     local last = 'min without (endpoint, %s) (reputation_last_success_timestamp_seconds{%s, %s})' % [c.shardLabel, c.selector, lists];
@@ -102,9 +104,17 @@
           },
           // Assets whose report says the API last updated them more than checkOldSeconds ago
           // (the newest Sender Score history date): the change their list shows is old news.
+          // Held while no current replica has the asset's report.
           {
             record: 'asset:reputation_senderscore_last_update_timestamp_seconds:old',
-            expr: 'max without (%s) (%s) < time() - %d' % [c.replicaLabel, current('reputation_senderscore_last_update_timestamp_seconds{%s}' % c.selector), c.checkOldSeconds],
+            expr: 'max without (%s) (%s) < time() - %d\nor\n(%s offset 1m unless on (%s) %s)' % [
+              c.replicaLabel,
+              current('reputation_senderscore_last_update_timestamp_seconds{%s}' % c.selector),
+              c.checkOldSeconds,
+              rec('asset:reputation_senderscore_last_update_timestamp_seconds:old'),
+              asset,
+              reported,
+            ],
           },
           // A score drop at the API's last check, as a fresh replica sees it.
           {
@@ -162,14 +172,13 @@
           {
             record: 'asset_blacklist:reputation_blacklist_listed_since:new',
             local name = 'asset_blacklist:reputation_blacklist_listed_since:new',
-            expr: '%s > time() - %d\nor\n(%s offset 1m > time() - %d unless on (%s) max without (%s) (%s))' % [
+            expr: '%s > time() - %d\nor\n(%s offset 1m > time() - %d unless on (%s) %s)' % [
               'max without (%s) (%s)' % [c.replicaLabel, current('reputation_blacklist_listed_since_timestamp_seconds{%s} unless on (%s, blacklist, %s) %s' % [c.selector, asset, c.replicaLabel, rec('instance_asset_blacklist:reputation_blacklist_listed_since:outdated')])],
               c.listingNewSeconds,
               rec(name),
               c.listingNewSeconds,
               asset,
-              c.replicaLabel,
-              current('reputation_blacklistings_named{%s}' % c.selector),
+              reported,
             ],
           },
           // When the count's page last stood (it had stood listingCountFor), remembered while
