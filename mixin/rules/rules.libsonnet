@@ -126,6 +126,18 @@
             record: 'asset:reputation_snds_blocked_change:paging',
             expr: held('asset:reputation_snds_blocked_change:paging', 'max without (%s) (%s) unless on (%s) %s' % [c.replicaLabel, fresh('reputation_snds_blocked_change{%s} > 0' % c.selector), asset, rec('asset:reputation_senderscore_last_update_timestamp_seconds:old')]),
           },
+          // How many listings the asset's report names (when any), held while no current
+          // replica has the report (the replica that reports on it restarting).
+          {
+            record: 'asset:reputation_blacklistings_named:max',
+            expr: 'max without (%s) (%s)\nor\n(%s offset 1m unless on (%s) %s)' % [
+              c.replicaLabel,
+              current('reputation_blacklistings_named{%s} > 0' % c.selector),
+              rec('asset:reputation_blacklistings_named:max'),
+              asset,
+              reported,
+            ],
+          },
           // A rise of the list's count at the API's last check, once every current replica
           // has seen it (the one that reports on the asset among them), that no report names:
           // the report names fewer listings than the list counts, and fewer begun in the last
@@ -140,7 +152,7 @@
                 a: c.accountLabel,
                 current: rec('instance:reputation_last_success_timestamp_seconds:current'),
                 change: current('reputation_blacklistings_change{%s} > 0' % c.selector),
-                named: current('reputation_blacklistings_named{%s} > 0' % c.selector),
+                named: rec('asset:reputation_blacklistings_named:max'),
                 count: fresh('reputation_blacklistings{%s} > 0' % c.selector),
                 recent: current('reputation_blacklist_listed_since_timestamp_seconds{%s} > time() - 7200' % c.selector),
               }

@@ -180,11 +180,21 @@ def story(seed, hidden_changes=False):
         start = rnd.randrange(first, last)
         return start, min(start + rnd.randrange(shortest, longest + 1), MINUTES)
 
-    outages = []
+    drawn = []
     for _ in range(rnd.choice([0, 0, 1, 2])):
+        drawn.append(interval(5, 30) if rnd.random() < 0.5 else interval(80, 240))
+    merged = []
+    for a, b in sorted(drawn):
+        if merged and a <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], b))
+        else:
+            merged.append((a, b))
+    outages = []
+    for a, b in merged:
         # Short (the held data serves) or past max_age; never in between, where whether
         # ReputationDataStale fires is a matter of a minute.
-        a, b = interval(5, 30) if rnd.random() < 0.5 else interval(80, 240)
+        if 30 < b - a < 80:
+            b = min(a + 80, MINUTES)
         outages.append((a, b))
         notes.append(f"API outage {a}-{b}")
     prometheus_down = []
