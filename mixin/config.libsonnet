@@ -80,14 +80,9 @@
     // metrics.max_age.
     staleAfterSeconds: 2700,
     staleFor: '5m',
-    // The pages read the replicas whose lists are at most this much older than the freshest
-    // replica's: the newest data the account has. A replica that cannot reach the API while
-    // another can, or that has not yet seen the API's last check, is left out: its values are
-    // old news that would hold a page open or back.
-    freshSlackSeconds: 60,
-    // The asset reports are read from the replicas whose lists are at most this much older
-    // (two polls): a replica's report follows its list, and the replicas report on different
-    // assets when reports are split.
+    // The pages read the current replicas: those whose lists are at most this much older than
+    // the newest replica's (two polls). A replica that cannot reach the API while another can
+    // is left out: its values are old news that would hold a page open or back.
     currentSlackSeconds: 600,
     // How often the API checks an asset (hourly): a list polled this long after a listing
     // began counts it if it stands.

@@ -14,19 +14,25 @@
   local lists = 'endpoint=~"ip-list|domain-list"',
   // A recorded series of this group, as the alerts and the group itself read it.
   local rec(name) = '%s{%s}' % [name, c.selector],
-  // `expr` (per-asset series of the replicas) kept for the replicas whose lists are fresh.
-  local fresh(expr) = '(%s) and on (job, %s, %s) %s' % [expr, c.accountLabel, c.replicaLabel, rec('instance:reputation_last_success_timestamp_seconds:fresh')],
-  // `expr` (asset reports' series) kept for the replicas whose lists are current.
+  // `expr` (per-asset series of the replicas) kept for the replicas whose lists are current.
   local current(expr) = '(%s) and on (job, %s, %s) %s' % [expr, c.accountLabel, c.replicaLabel, rec('instance:reputation_last_success_timestamp_seconds:current')],
   // What a page needs, held while the exporter cannot say: `live`, what the data says now, or
   // the last minute's result where the account's data of that kind is not served at all (every
   // replica down or restarting, an API outage past metrics.max_age, a scrape missed).
+  // `condition` on a per-asset series, as every current replica sees it (the one that
+  // reports on the asset among them): aggregated with `aggregation` over the replicas.
+  local everyCurrent(condition, aggregation) =
+    local x = current(condition);
+    '%(agg)s without (%(r)s) (%(x)s)\nand on (%(asset)s) count without (%(r)s) (%(x)s) >= on (job, %(a)s) group_left count by (job, %(a)s) (%(current)s)' % {
+      agg: aggregation,
+      r: c.replicaLabel,
+      x: x,
+      asset: asset,
+      a: c.accountLabel,
+      current: rec('instance:reputation_last_success_timestamp_seconds:current'),
+    },
   // The assets a current replica has the report of.
   local reported = 'max without (%s) (%s)' % [c.replicaLabel, current('reputation_blacklistings_named{%s}' % c.selector)],
-  // The replicas whose lists' last success is at most `slack` seconds older than the newest.
-  local newest(slack) =
-    local last = 'min without (endpoint, %s) (reputation_last_success_timestamp_seconds{%s, %s})' % [c.shardLabel, c.selector, lists];
-    '%s\n>= on (job, %s) group_left\nmax by (job, %s) (%s) - %d' % [last, c.accountLabel, c.accountLabel, last, slack],
   local held(name, live) =
     '%s\nor\n(%s offset 1m unless on (job, %s, kind) max without (%s, %s) (reputation_assets{%s}) > 0)'
     % [live, rec(name), c.accountLabel, c.replicaLabel, c.shardLabel, c.selector],
@@ -90,17 +96,13 @@
       {
         name: 'reputation.pages',
         rules: [
-          // The replicas whose lists are no more than freshSlackSeconds older than the freshest
-          // replica's of the account (the lists' changes are read from these), and those no
-          // more than currentSlackSeconds older (the asset reports are read from these: a
-          // replica's report follows its list a poll later).
-          {
-            record: 'instance:reputation_last_success_timestamp_seconds:fresh',
-            expr: newest(c.freshSlackSeconds),
-          },
+          // The current replicas: those whose lists are no more than currentSlackSeconds older
+          // than the newest replica's of the account. The pages read these alone: a replica
+          // that cannot reach the API while another can serves old news.
           {
             record: 'instance:reputation_last_success_timestamp_seconds:current',
-            expr: newest(c.currentSlackSeconds),
+            local last = 'min without (endpoint, %s) (reputation_last_success_timestamp_seconds{%s, %s})' % [c.shardLabel, c.selector, lists],
+            expr: '%s\n>= on (job, %s) group_left\nmax by (job, %s) (%s) - %d' % [last, c.accountLabel, c.accountLabel, last, c.currentSlackSeconds],
           },
           // Assets whose report says the API last updated them more than checkOldSeconds ago
           // (the newest Sender Score history date): the change their list shows is old news.
@@ -116,15 +118,16 @@
               reported,
             ],
           },
-          // A score drop at the API's last check, as a fresh replica sees it.
+          // A score drop at the API's last check, once every current replica has seen it (so
+          // the asset's report, which dates it, has had its chance), unless it is old news.
           {
             record: 'asset:reputation_senderscore_change:paging',
-            expr: held('asset:reputation_senderscore_change:paging', 'min without (%s) (%s) unless on (%s) %s' % [c.replicaLabel, fresh('reputation_senderscore_change{%s} <= -%d' % [c.selector, c.senderScoreDrop]), asset, rec('asset:reputation_senderscore_last_update_timestamp_seconds:old')]),
+            expr: held('asset:reputation_senderscore_change:paging', '(%s)\nunless on (%s) %s' % [everyCurrent('reputation_senderscore_change{%s} <= -%d' % [c.selector, c.senderScoreDrop], 'min'), asset, rec('asset:reputation_senderscore_last_update_timestamp_seconds:old')]),
           },
-          // A new SNDS block at the API's last check.
+          // A new SNDS block at the API's last check; likewise.
           {
             record: 'asset:reputation_snds_blocked_change:paging',
-            expr: held('asset:reputation_snds_blocked_change:paging', 'max without (%s) (%s) unless on (%s) %s' % [c.replicaLabel, fresh('reputation_snds_blocked_change{%s} > 0' % c.selector), asset, rec('asset:reputation_senderscore_last_update_timestamp_seconds:old')]),
+            expr: held('asset:reputation_snds_blocked_change:paging', '(%s)\nunless on (%s) %s' % [everyCurrent('reputation_snds_blocked_change{%s} > 0' % c.selector, 'max'), asset, rec('asset:reputation_senderscore_last_update_timestamp_seconds:old')]),
           },
           // How many listings the asset's report names (when any), held while no current
           // replica has the report (the replica that reports on it restarting).
@@ -153,7 +156,7 @@
                 current: rec('instance:reputation_last_success_timestamp_seconds:current'),
                 change: current('reputation_blacklistings_change{%s} > 0' % c.selector),
                 named: rec('asset:reputation_blacklistings_named:max'),
-                count: fresh('reputation_blacklistings{%s} > 0' % c.selector),
+                count: current('reputation_blacklistings{%s} > 0' % c.selector),
                 recent: current('reputation_blacklist_listed_since_timestamp_seconds{%s} > time() - 7200' % c.selector),
               }
             ),

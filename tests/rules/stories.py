@@ -447,9 +447,11 @@ def oracle(st):
             events.append((max(s if named else first, 0), max(visible, 0), close))
             if named:
                 pages += 1
-            elif first not in counted:
+            else:
                 counted.add(first)
-                pages += 1
+        # The count's page: one per run of checks that each show a rise (it stays open from the
+        # first rise to the first check without one, however many listings rose the count).
+        pages += sum(1 for c in counted if c - CHECK not in counted)
         out.append(window(a.labels, "listing", events, pages, seen, due_at, all_seen))
         if a.checked_until is not None and not reported:
             # The API stopped checking the asset weeks ago and no replica reports on it: nothing
