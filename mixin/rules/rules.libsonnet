@@ -97,12 +97,24 @@
         name: 'reputation.pages',
         rules: [
           // The current replicas: those whose lists are no more than currentSlackSeconds older
-          // than the newest replica's of the account. The pages read these alone: a replica
+          // than the newest replica's of the account, and those up that have not polled yet (a
+          // start: the others wait for their first poll). The pages read these alone: a replica
           // that cannot reach the API while another can serves old news.
           {
             record: 'instance:reputation_last_success_timestamp_seconds:current',
             local last = 'min without (endpoint, %s) (reputation_last_success_timestamp_seconds{%s, %s})' % [c.shardLabel, c.selector, lists],
-            expr: '%s\n>= on (job, %s) group_left\nmax by (job, %s) (%s) - %d' % [last, c.accountLabel, c.accountLabel, last, c.currentSlackSeconds],
+            expr: '%s\n>= on (job, %s) group_left\nmax by (job, %s) (%s) - %d\nor\n(min without (%s) (up{%s}) == 1 unless on (job, %s, %s) %s)' % [
+              last,
+              c.accountLabel,
+              c.accountLabel,
+              last,
+              c.currentSlackSeconds,
+              c.shardLabel,
+              c.selector,
+              c.accountLabel,
+              c.replicaLabel,
+              last,
+            ],
           },
           // Assets whose report says the API last updated them more than checkOldSeconds ago
           // (the newest Sender Score history date): the change their list shows is old news.

@@ -109,6 +109,7 @@ class Story:
     outages: list  # (first, end): the API fails every request
     prometheus_down: list  # (first, end): nothing scraped, no stale markers
     notes: list
+    hidden_changes: bool = False  # changes an outage hides are drawn, and must page
 
     @property
     def account(self):
@@ -270,7 +271,7 @@ def story(seed, hidden_changes=False):
             asset.drops = [c for c in asset.drops if c < 0 or not hides(c)]
             asset.blocks = [(c, e) for c, e in asset.blocks if c < 0 or not hides(c)]
         assets.append(asset)
-    return Story(seed, check_phase, replicas, assets, outages, prometheus_down, notes)
+    return Story(seed, check_phase, replicas, assets, outages, prometheus_down, notes, hidden_changes)
 
 
 # --- the exporter, as a model -----------------------------------------------------------------
@@ -434,7 +435,11 @@ def oracle(st):
             ended = e + (st.check_phase - e) % CHECK  # the first check that no longer counts it
             close = min(all_seen(ended), news_end)
             named = b is not None and reported
-            if st.count_at(a, first) > st.count_at(a, first - CHECK):
+            rises = st.count_at(a, first) > st.count_at(a, first - CHECK)
+            if rises and not st.hidden_changes and not any(can_see(m) for m in range(max(first, 0), first + CHECK)):
+                # An outage hides the rise (the next check overwrites it): --hidden-changes.
+                rises = False
+            if rises:
                 visible = first  # the list's count rises: reports follow it
             elif named:
                 # The count does not rise (another listing ended at the same check): only a
