@@ -215,18 +215,19 @@
             local u = rec('asset:reputation_blacklistings_change:unnamed'),
             expr: '(%s and %s offset %s) * 0 + time()\nor\n%s offset 1m > time() - %d' % [u, u, c.listingCountFor, rec('asset:reputation_blacklistings_change:paged'), c.listingNewSeconds],
           },
-          // The listings the count's page announced: first named (a report that came late) after
-          // that page stood, and begun before it. Remembered while they are new. One listing,
-          // one page.
+          // The listings the count's page announced: begun before that page last stood, and
+          // first named (a report that came late) when no rise is left unnamed. Remembered while
+          // they are new. One listing, one page.
           {
             record: 'asset_blacklist:reputation_blacklist_listed_since:counted',
             local name = 'asset_blacklist:reputation_blacklist_listed_since:counted',
             local since = rec('asset_blacklist:reputation_blacklist_listed_since:new'),
-            expr: '%(since)s and on (%(asset)s, blacklist) %(name)s offset 1m\nor\n(%(since)s unless on (%(asset)s, blacklist) %(since)s offset 1m)\n<= on (%(asset)s) group_left %(paged)s' % {
+            expr: '%(since)s and on (%(asset)s, blacklist) %(name)s offset 1m\nor\n(%(since)s unless on (%(asset)s, blacklist) %(since)s offset 1m)\n<= on (%(asset)s) group_left %(paged)s\nunless on (%(asset)s) %(unnamed)s' % {
               since: since,
               asset: asset,
               name: rec(name),
               paged: rec('asset:reputation_blacklistings_change:paged'),
+              unnamed: rec('asset:reputation_blacklistings_change:unnamed'),
             },
           },
           // How long no replica has polled the account's lists, past staleAfterSeconds; held
