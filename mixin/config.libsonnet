@@ -81,9 +81,10 @@
     staleAfterSeconds: 2700,
     staleFor: '5m',
     // The pages read the current replicas: those whose lists are at most this much older than
-    // the newest replica's (two polls). A replica that cannot reach the API while another can
-    // is left out: its values are old news that would hold a page open or back.
-    currentSlackSeconds: 600,
+    // the newest replica's (a poll.interval and a minute). A replica that cannot reach the API
+    // while another can is left out: its values are old news that would hold a page open or
+    // back.
+    currentSlackSeconds: 360,
     // How often the API checks an asset (hourly): a list polled this long after a listing
     // began counts it if it stands.
     apiCheckSeconds: 3600,

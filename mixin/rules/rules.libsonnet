@@ -208,16 +208,21 @@
               reported,
             ],
           },
-          // When the count's page last stood (it had stood listingCountFor), remembered while
-          // a listing it announced can be new.
+          // When the count's page began (its rise had stood listingCountFor), while it stands,
+          // and remembered listingNewSeconds after it (the start of the last one).
           {
-            record: 'asset:reputation_blacklistings_change:paged',
+            record: 'asset:reputation_blacklistings_change:paging_since',
             local u = rec('asset:reputation_blacklistings_change:unnamed'),
-            expr: '(%s and %s offset %s) * 0 + time()\nor\n%s offset 1m > time() - %d' % [u, u, c.listingCountFor, rec('asset:reputation_blacklistings_change:paged'), c.listingNewSeconds],
+            local name = rec('asset:reputation_blacklistings_change:paging_since'),
+            expr: '%s offset 1m and on (%s) %s\nor\n(%s and %s offset %s) * 0 + time()' % [name, asset, u, u, u, c.listingCountFor],
           },
-          // The listings the count's page announced: begun before that page last stood, and
-          // first named (a report that came late) when no rise is left unnamed. Remembered while
-          // they are new. One listing, one page.
+          {
+            record: 'asset:reputation_blacklistings_change:paged_since',
+            expr: '%s\nor\n%s offset 1m > time() - %d' % [rec('asset:reputation_blacklistings_change:paging_since'), rec('asset:reputation_blacklistings_change:paged_since'), c.listingNewSeconds],
+          },
+          // The listings the count's page announced: begun before that page began, and first
+          // named (a report that came late) when no rise is left unnamed. Remembered while they
+          // are new. One listing, one page.
           {
             record: 'asset_blacklist:reputation_blacklist_listed_since:counted',
             local name = 'asset_blacklist:reputation_blacklist_listed_since:counted',
@@ -226,7 +231,7 @@
               since: since,
               asset: asset,
               name: rec(name),
-              paged: rec('asset:reputation_blacklistings_change:paged'),
+              paged: rec('asset:reputation_blacklistings_change:paged_since'),
               unnamed: rec('asset:reputation_blacklistings_change:unnamed'),
             },
           },
