@@ -27,11 +27,10 @@
     // page or sum a process' values once per slice.
     shardLabel: 'shard',
 
-    // A firing alert whose series are missing (a failed scrape, a restart of the exporter or
-    // of the replica that reports on the asset) stays firing this long (keep_firing_for): a
-    // gap neither resolves nor pages it again. A real end (the data saying so) resolves it
-    // this long after the data says it: within a poll plus this plus a minute. Two missed
-    // scrapes at the 1m interval scrape.yml ships.
+    // The API's alerts (ReputationApiDown, ReputationApiTokenRejected) stay firing this long
+    // (keep_firing_for) when their series go missing (a failed scrape, a restart): two missed
+    // scrapes at the 1m interval scrape.yml ships. The pages need none: the recording rules of
+    // reputation.pages hold them until the data says they are over.
     keepFiringFor: '3m',
 
     // The standing conditions of one asset (ReputationSenderScoreLow, ReputationSndsRed:

@@ -2,7 +2,7 @@
 # The Kubernetes manifests without a cluster: kubernetes-validate (PyPI) checks the core kinds
 # strictly against the schemas of a current Kubernetes release, and kubernetes_check.py checks
 # the ServiceMonitors and the PrometheusRule against the prometheus-operator CRD fields they
-# use, and the Deployment's operating rules (probes, non-root, read-only root, resources, the
+# use, and the StatefulSet's operating rules (probes, non-root, read-only root, resources, the
 # token as a mounted file). The rules inside the PrometheusRule go through promtool elsewhere.
 #
 # Usage: tests/e2e/kubernetes.sh

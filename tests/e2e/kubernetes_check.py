@@ -6,9 +6,10 @@ of a current Kubernetes release; this checks what it cannot:
 - ServiceMonitor and PrometheusRule against the fields of the prometheus-operator CRDs
   (monitoring.coreos.com/v1) that the manifests use, with the CRDs' types, required fields and
   duration pattern, refusing any field the CRDs do not have;
-- the Deployment's operating rules: probes on /-/healthy and /-/ready, non-root, a read-only
-  root filesystem, no privilege escalation, requests and limits, and the token as a mounted
-  Secret file, never an environment variable.
+- the StatefulSet's operating rules: probes on /-/healthy and /-/ready, non-root, a read-only
+  root filesystem, no privilege escalation, requests and limits, the token as a mounted Secret
+  file, never an environment variable, and the state store on a volume claim of each replica's
+  own, so that a replaced pod starts warm, with a rolling update one pod at a time.
 
 Usage: kubernetes_check.py deploy/kubernetes
 """
@@ -139,8 +140,10 @@ SCHEMAS = {"ServiceMonitor": SERVICE_MONITOR, "PrometheusRule": PROMETHEUS_RULE}
 problems = []
 
 
-def check_deployment(path, deployment):
-    pod = deployment["spec"]["template"]["spec"]
+def check_statefulset(path, document):
+    pod = document["spec"]["template"]["spec"]
+    if document["spec"].get("updateStrategy", {}).get("type", "RollingUpdate") != "RollingUpdate":
+        problems.append(f"{path}: updates are not rolling, one pod at a time")
     security = pod.get("securityContext", {})
     if not security.get("runAsNonRoot"):
         problems.append(f"{path}: the pod does not run as non-root")
@@ -174,9 +177,9 @@ def check_deployment(path, deployment):
         # root filesystem is read-only).
         state = [v["value"] for v in container.get("env", []) if v["name"] == "REPUTATION_EXPORTER_STATE__PATH"]
         writable = {m["mountPath"]: m["name"] for m in container.get("volumeMounts", []) if not m.get("readOnly")}
-        own = {v["name"] for v in pod.get("volumes", []) if "emptyDir" in v}
+        own = {t["metadata"]["name"] for t in document["spec"].get("volumeClaimTemplates", [])}
         if not state or writable.get(state[0]) not in own:
-            problems.append(f"{path}: {name}'s REPUTATION_EXPORTER_STATE__PATH is not a writable volume of its own")
+            problems.append(f"{path}: {name}'s REPUTATION_EXPORTER_STATE__PATH is not a volume claim of its own (a replaced pod would start cold)")
         token_files = [v for v in container.get("env", []) if v["name"].endswith("__TOKEN_FILE")]
         if not token_files or not secrets & mounted:
             problems.append(f"{path}: {name} does not read the token from a mounted Secret file")
@@ -196,9 +199,9 @@ def main():
                 for error in validator.iter_errors(document):
                     where = "/".join(str(p) for p in error.absolute_path)
                     problems.append(f"{path}: {where}: {error.message}")
-            if kind == "Deployment":
-                check_deployment(path, document)
-    for needed in ("Deployment", "Service", "Secret", "ServiceMonitor", "PrometheusRule"):
+            if kind == "StatefulSet":
+                check_statefulset(path, document)
+    for needed in ("StatefulSet", "Service", "Secret", "ServiceMonitor", "PrometheusRule"):
         if needed not in kinds:
             problems.append(f"{directory}: no {needed}")
     if problems:
