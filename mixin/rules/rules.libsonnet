@@ -175,11 +175,11 @@
           },
           // A replica's report older than its list: it names a listing that began an API
           // check interval (apiCheckSeconds) or more before the replica's last list poll, and
-          // that list counts none for the asset (a replica back from a time without the API,
+          // more listings than that list counts (a replica back from a time without the API,
           // before its report follows the list).
           {
             record: 'instance_asset_blacklist:reputation_blacklist_listed_since:outdated',
-            expr: 'reputation_blacklist_listed_since_timestamp_seconds{%s}\n< on (job, %s, %s) group_left\nmin without (endpoint, %s) (reputation_last_success_timestamp_seconds{%s, %s}) - %d\nand on (%s, %s) reputation_blacklistings{%s} == 0' % [
+            expr: 'reputation_blacklist_listed_since_timestamp_seconds{%s}\n< on (job, %s, %s) group_left\nmin without (endpoint, %s) (reputation_last_success_timestamp_seconds{%s, %s}) - %d\nand on (%s, %s) (reputation_blacklistings_named{%s} > reputation_blacklistings{%s})' % [
               c.selector,
               c.accountLabel,
               c.replicaLabel,
@@ -190,17 +190,23 @@
               asset,
               c.replicaLabel,
               c.selector,
+              c.selector,
             ],
           },
           // Listings a report names that began less than listingNewSeconds ago, by when they
-          // began (outdated reports aside); held while no current replica has the asset's
-          // report (a cold start before its first round, the replica reporting on it
-          // restarting).
+          // began (an outdated report keeps a page open until it is refreshed, and opens none);
+          // held while no current replica has the asset's report (a cold start before its
+          // first round, the replica reporting on it restarting).
           {
             record: 'asset_blacklist:reputation_blacklist_listed_since:new',
             local name = 'asset_blacklist:reputation_blacklist_listed_since:new',
-            expr: '%s > time() - %d\nor\n(%s offset 1m > time() - %d unless on (%s) %s)' % [
-              'max without (%s) (%s)' % [c.replicaLabel, current('reputation_blacklist_listed_since_timestamp_seconds{%s} unless on (%s, blacklist, %s) %s' % [c.selector, asset, c.replicaLabel, rec('instance_asset_blacklist:reputation_blacklist_listed_since:outdated')])],
+            local outdated = rec('instance_asset_blacklist:reputation_blacklist_listed_since:outdated'),
+            expr: '(%s\nor\nmax without (%s) (%s) and on (%s, blacklist) %s offset 1m) > time() - %d\nor\n(%s offset 1m > time() - %d unless on (%s) %s)' % [
+              'max without (%s) (%s)' % [c.replicaLabel, current('reputation_blacklist_listed_since_timestamp_seconds{%s} unless on (%s, blacklist, %s) %s' % [c.selector, asset, c.replicaLabel, outdated])],
+              c.replicaLabel,
+              current(outdated),
+              asset,
+              rec(name),
               c.listingNewSeconds,
               rec(name),
               c.listingNewSeconds,

@@ -501,7 +501,7 @@ says it ended (four minutes after the first) plus keep_firing_for.""",
     serve_listing(t, [r1, r2], ip(2), {"SpamCop": [(600, 2400)]})
     serve_listing(t, [r1, r2], ip(3), {"SpamCop": [(1500, 1620), (1740, 2040)], "Barracuda": [(1680, 1920)]})
     t.expect("ReputationBlacklistListed", {**ip(2), "blacklist": "SpamCop"}, (601, 1319))
-    t.expect("ReputationBlacklistListed", {**ip(3), "blacklist": "SpamCop"}, (1501, 1623), (1741, 2043))
+    t.expect("ReputationBlacklistListed", {**ip(3), "blacklist": "SpamCop"}, (1501, 1624), (1741, 2044))
     t.expect("ReputationBlacklistListed", {**ip(3), "blacklist": "Barracuda"}, (1681, 1924))
     out["timelines_test.yml"].append(t)
 
