@@ -97,24 +97,22 @@
         name: 'reputation.pages',
         rules: [
           // The current replicas: those whose lists are no more than currentSlackSeconds older
-          // than the newest replica's of the account, and those up that have not polled yet (a
-          // start: the others wait for their first poll). The pages read these alone: a replica
-          // that cannot reach the API while another can serves old news.
+          // than the newest replica's of the account, and those that started (or were first
+          // scraped) within that time and have not polled yet: the others wait for their first
+          // poll. The pages read these alone: a replica that cannot reach the API while
+          // another can serves old news.
           {
             record: 'instance:reputation_last_success_timestamp_seconds:current',
             local last = 'min without (endpoint, %s) (reputation_last_success_timestamp_seconds{%s, %s})' % [c.shardLabel, c.selector, lists],
-            expr: '%s\n>= on (job, %s) group_left\nmax by (job, %s) (%s) - %d\nor\n(min without (%s) (up{%s}) == 1 unless on (job, %s, %s) %s)' % [
-              last,
-              c.accountLabel,
-              c.accountLabel,
-              last,
-              c.currentSlackSeconds,
-              c.shardLabel,
-              c.selector,
-              c.accountLabel,
-              c.replicaLabel,
-              last,
-            ],
+            local up = 'up{%s}' % c.selector,
+            expr: '%(last)s\n>= on (job, %(a)s) group_left\nmax by (job, %(a)s) (%(last)s) - %(slack)d\nor\n(min without (%(s)s) (%(up)s) == 1 unless on (job, %(a)s, %(r)s) %(last)s)\nand on (job, %(a)s, %(r)s) (min without (%(s)s) (min_over_time(%(up)s[%(slack)ds])) == 0 or min without (%(s)s) (%(up)s unless %(up)s offset %(slack)ds))' % {
+              last: last,
+              up: up,
+              a: c.accountLabel,
+              r: c.replicaLabel,
+              s: c.shardLabel,
+              slack: c.currentSlackSeconds,
+            },
           },
           // Assets whose report says the API last updated them more than checkOldSeconds ago
           // (the newest Sender Score history date): the change their list shows is old news.
