@@ -15,7 +15,7 @@
   // A recorded series of this group, as the alerts and the group itself read it.
   local rec(name) = '%s{%s}' % [name, c.selector],
   // `expr` (per-asset series of the replicas) kept for the replicas whose lists are current.
-  local current(expr) = '(%s) and on (job, %s, %s) %s' % [expr, c.accountLabel, c.replicaLabel, rec('instance:reputation_last_success_timestamp_seconds:current')],
+  local current(expr) = '(%s) and on (job, %s, %s) %s' % [expr, c.accountLabel, c.replicaLabel, rec('replica:reputation_last_success_timestamp_seconds:current')],
   // What a page needs, held while the exporter cannot say: `live`, what the data says now, or
   // the last minute's result where the account's data of that kind is not served at all (every
   // replica down or restarting, an API outage past metrics.max_age, a scrape missed).
@@ -29,7 +29,7 @@
       x: x,
       asset: asset,
       a: c.accountLabel,
-      current: rec('instance:reputation_last_success_timestamp_seconds:current'),
+      current: rec('replica:reputation_last_success_timestamp_seconds:current'),
     },
   // The assets a current replica has the report of.
   local reported = 'max without (%s) (%s)' % [c.replicaLabel, current('reputation_blacklistings_named{%s}' % c.selector)],
@@ -102,7 +102,7 @@
           // poll. The pages read these alone: a replica that cannot reach the API while
           // another can serves old news.
           {
-            record: 'instance:reputation_last_success_timestamp_seconds:current',
+            record: 'replica:reputation_last_success_timestamp_seconds:current',
             local last = 'min without (endpoint, %s) (reputation_last_success_timestamp_seconds{%s, %s})' % [c.shardLabel, c.selector, lists],
             local up = 'up{%s}' % c.selector,
             expr: '%(last)s\n>= on (job, %(a)s) group_left\nmax by (job, %(a)s) (%(last)s) - %(slack)d\nor\n(min without (%(s)s) (%(up)s) == 1 unless on (job, %(a)s, %(r)s) %(last)s)\nand on (job, %(a)s, %(r)s) (min without (%(s)s) (min_over_time(%(up)s[%(slack)ds])) == 0 or min without (%(s)s) (%(up)s unless %(up)s offset %(slack)ds))' % {
@@ -163,7 +163,7 @@
                 r: c.replicaLabel,
                 asset: asset,
                 a: c.accountLabel,
-                current: rec('instance:reputation_last_success_timestamp_seconds:current'),
+                current: rec('replica:reputation_last_success_timestamp_seconds:current'),
                 change: current('reputation_blacklistings_change{%s} > 0' % c.selector),
                 named: rec('asset:reputation_blacklistings_named:max'),
                 count: current('reputation_blacklistings{%s} > 0' % c.selector),
@@ -176,7 +176,7 @@
           // more listings than that list counts (a replica back from a time without the API,
           // before its report follows the list).
           {
-            record: 'instance_asset_blacklist:reputation_blacklist_listed_since:outdated',
+            record: 'replica_asset_blacklist:reputation_blacklist_listed_since:outdated',
             expr: 'reputation_blacklist_listed_since_timestamp_seconds{%s}\n< on (job, %s, %s) group_left\nmin without (endpoint, %s) (reputation_last_success_timestamp_seconds{%s, %s}) - %d\nand on (%s, %s) (reputation_blacklistings_named{%s} > reputation_blacklistings{%s})' % [
               c.selector,
               c.accountLabel,
@@ -198,7 +198,7 @@
           {
             record: 'asset_blacklist:reputation_blacklist_listed_since:new',
             local name = 'asset_blacklist:reputation_blacklist_listed_since:new',
-            local outdated = rec('instance_asset_blacklist:reputation_blacklist_listed_since:outdated'),
+            local outdated = rec('replica_asset_blacklist:reputation_blacklist_listed_since:outdated'),
             expr: '(%s\nor\nmax without (%s) (%s) and on (%s, blacklist) %s offset 1m) > time() - %d\nor\n(%s offset 1m > time() - %d unless on (%s) %s)' % [
               'max without (%s) (%s)' % [c.replicaLabel, current('reputation_blacklist_listed_since_timestamp_seconds{%s} unless on (%s, blacklist, %s) %s' % [c.selector, asset, c.replicaLabel, outdated])],
               c.replicaLabel,

@@ -83,7 +83,8 @@ def check(what, got, want):
 da, oa = alerts(d), alerts(o)
 check("default score alert", da["ReputationSenderScoreLow"]["expr"], 'max without (instance, shard) (reputation_senderscore{job="reputation"} < 70)')
 check("override score alert", oa["ReputationSenderScoreLow"]["expr"], 'max without (pod, shard) (reputation_senderscore{job="mail-reputation"} < 80)')
-check("override gap tolerance", oa["ReputationBlacklistListed"]["keep_firing_for"], "5m")
+check("override gap tolerance", oa["ReputationApiDown"]["keep_firing_for"], "5m")
+assert "keep_firing_for" not in oa["ReputationBlacklistListed"], "the pages are held by the rules, not keep_firing_for"
 assert "below 80." in oa["ReputationSenderScoreLow"]["annotations"]["description"]
 for name, rule in oa.items():
     expr = rule["expr"]
@@ -93,15 +94,21 @@ for name, rule in oa.items():
     assert "$labels.instance" not in rule["annotations"]["description"], name
     assert "instance" not in expr, f"{name}: {expr}"
 check("standing listings", oa["ReputationBlacklistedAssets"]["expr"], 'sum by (job, tenant) (last_over_time(account_kind:reputation_blacklisted_assets:count{job="mail-reputation"}[20m])) > 0')
-assert "unless on (job, tenant, kind, asset)" in oa["ReputationAssetBlacklisted"]["expr"], oa["ReputationAssetBlacklisted"]["expr"]
+records = {r["record"]: r for g in o["prometheusRules"]["groups"] for r in g["rules"]}
+unnamed = records["asset:reputation_blacklistings_change:unnamed"]["expr"]
+assert "unless on (job, tenant, shard, kind, asset)" in unnamed and "on (job, tenant, pod)" in unnamed, unnamed
 for name, rule in {**da, **oa}.items():
     assert "ALERTS" not in rule["expr"], f"{name} reads ALERTS"
 assert "$labels.pod" in oa["ReputationExporterReplicaDown"]["annotations"]["description"]
 for group in o["prometheusRules"]["groups"]:
     for rule in group["rules"]:
         assert 'job="mail-reputation"' in rule["expr"], rule
-        assert "max without (pod)" in rule["expr"] and "by (job, tenant, shard" in rule["expr"], rule
         assert "instance" not in rule["expr"], rule
+        if group["name"] != "reputation.pages":
+            assert "max without (pod)" in rule["expr"] and "by (job, tenant, shard" in rule["expr"], rule
+        else:
+            # The pages' rules join the replicas by the replica label, the accounts by theirs.
+            assert "pod" in rule["expr"] or "tenant" in rule["expr"] or ":" in rule["expr"].split("{")[0], rule
 
 dd, od = dashboard(d), dashboard(o)
 check("default score colours", steps(dd, "Worst Sender Score"), [None, 70, 80])
