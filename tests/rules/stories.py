@@ -49,7 +49,7 @@ from dataclasses import dataclass, field
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from scenarios import GONE, Timeline, labels_text  # noqa: E402
+from scenarios import GONE, Timeline  # noqa: E402
 
 RULES = os.path.join(HERE, "..", "..", "deploy", "prometheus", "alerts.yml")
 RECORDING = os.path.join(HERE, "..", "..", "deploy", "prometheus", "rules.yml")
@@ -460,7 +460,7 @@ def oracle(st):
         # The count's page: one per run of checks that each show a rise (it stays open from the
         # first rise to the first check without one, however many listings rose the count).
         pages += sum(1 for c in counted if c - CHECK not in counted)
-        out.append(window(a.labels, "listing", events, pages, seen, due_at, all_seen))
+        out.append(window(a.labels, "listing", events, pages, seen, due_at))
         if a.checked_until is not None and not reported:
             # The API stopped checking the asset weeks ago and no replica reports on it: nothing
             # the exporter serves dates its last change, so a page for it is allowed, not due.
@@ -474,7 +474,7 @@ def oracle(st):
                 if c < 0 or (a.checked_until is not None and c > a.checked_until):
                     continue
                 events.append((c, c, all_seen(c + CHECK)))
-            out.append(window(a.labels, family, events, len(events), seen, due_at, all_seen))
+            out.append(window(a.labels, family, events, len(events), seen, due_at))
     # The account's data stale: an outage past 45 minutes without a list.
     events = []
     for a_, b_ in st.outages:
@@ -489,7 +489,7 @@ def oracle(st):
     return out
 
 
-def window(labels, family, events, pages, seen, due_at, all_seen):
+def window(labels, family, events, pages, seen, due_at):
     due = set()
     allowed = set()
     for opens, visible, close in events:
