@@ -10,7 +10,7 @@
 //!   health metrics are rendered from it.
 //! - [`telemetry`]: the exporter's own metrics, on `prometheus-client`.
 //! - [`upstream`]: the API client (token, timeouts, body cap, retries) and the JSON it returns.
-//! - [`model`]: assets and their report data, mapped from the JSON by DESIGN's value rules.
+//! - [`model`]: assets and their report data, mapped from the JSON by the value rules of docs/upstream.md.
 //! - [`exposition`]: the per-asset metric families, OpenMetrics 1.0 and Prometheus text 0.0.4
 //!   writers, and gzip.
 //! - [`snapshot`]: what a scrape serves: each list rendered once, and the assembled body.

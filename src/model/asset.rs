@@ -1,4 +1,5 @@
-//! One monitored asset as the metrics show it, mapped from a list item by DESIGN's value rules.
+//! One monitored asset as the metrics show it, mapped from a list item by the value rules of
+//! docs/metrics.md and docs/upstream.md.
 //!
 //! [`Asset::from_item`] applies them: null and -1 mean no sample; booleans, numbers and the
 //! known strings are mapped; anything else is reported as [`Unrecognized`].

@@ -1,5 +1,5 @@
 //! The exporter's model of the fleet: assets and their report data, mapped from the API's JSON
-//! by DESIGN's value rules, independent of how they are stored or written.
+//! by the value rules of docs/upstream.md, independent of how they are stored or written.
 
 pub mod asset;
 pub mod report;

@@ -31,7 +31,7 @@ mod list;
 pub mod reports;
 pub mod selection;
 
-/// How often `/api/v1/user` is polled after it first answered (DESIGN: at start, then hourly).
+/// How often `/api/v1/user` is polled after it first answered (at start, then hourly: docs/upstream.md).
 pub const USER_INTERVAL: Duration = Duration::from_secs(3600);
 
 /// What both pollers of an account work with.

@@ -1,7 +1,7 @@
 //! The simulated reputation API: the upstream of the exporter's `--demo` and `simulate`, and
 //! the fake upstream of its tests and benchmarks.
 //!
-//! It serves the endpoints of upstream-api.md for any number of generated assets
+//! It serves the endpoints of docs/upstream.md for any number of generated assets
 //! ([`SimulatedApi::new`]), their names, list items and reports generated from a seed and a
 //! tick (`data`), with the API's dates ([`date`]). In demo mode ([`SimulatedApi::demo`]) the
 //! data moves: every few seconds scores drift, assets get listed and delisted, and the API now
