@@ -189,11 +189,7 @@ fn account_page(state: &AppState, account: &Account, host: Option<&str>) -> Stri
     }
     match &account.name {
         None => {
-            let readiness = if snapshot.ready {
-                "ready"
-            } else {
-                "not ready yet (no list has been polled successfully)"
-            };
+            let readiness = state.readiness(&state.accounts()).words();
             let _ = write!(
                 page,
                 "<p>Version {version}. Metrics: <a href=\"{path}\">{path}</a>. \
@@ -340,7 +336,6 @@ fn accounts_page(state: &AppState, accounts: &Accounts, host: Option<&str>) -> S
     let mut page = head();
     let version = env!("CARGO_PKG_VERSION");
     let path = escape(&state.telemetry_path);
-    let ready = accounts.polled();
     let every = accounts
         .iter()
         .next()
@@ -356,11 +351,7 @@ fn accounts_page(state: &AppState, accounts: &Accounts, host: Option<&str>) -> S
          <th class=\"num\">SNDS red</th><th class=\"num\">score below {LOW_SCORE}</th>\
          <th class=\"num\">next poll in</th><th>metrics</th></tr>",
         accounts.len(),
-        if ready {
-            "ready"
-        } else {
-            "not every account polled yet"
-        },
+        state.readiness(accounts).words(),
         every,
     );
     for account in accounts.iter() {

@@ -86,6 +86,47 @@ impl AppState {
     pub fn accounts(&self) -> Arc<Accounts> {
         self.accounts.borrow().clone()
     }
+
+    /// Whether the exporter is ready to be scraped: the one answer `/-/ready` and the landing
+    /// page both give.
+    pub fn readiness(&self, accounts: &Accounts) -> Readiness {
+        if self.ready.load(Ordering::Relaxed) || accounts.ready() {
+            Readiness::Ready
+        } else if accounts.single().is_some() {
+            Readiness::NoList
+        } else {
+            Readiness::NotEveryAccount
+        }
+    }
+}
+
+/// Whether the exporter is ready to be scraped, and if not, why: ready once the accounts are
+/// (see [`Accounts::ready`]), or were before a reload, which never takes a serving exporter out
+/// of its load balancer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Readiness {
+    /// Ready.
+    Ready,
+    /// The one account has not had a list yet.
+    NoList,
+    /// Not every account's first poll has ended.
+    NotEveryAccount,
+}
+
+impl Readiness {
+    /// Whether it is ready.
+    pub fn is_ready(self) -> bool {
+        self == Readiness::Ready
+    }
+
+    /// In words, for `/-/ready` and the landing page.
+    pub fn words(self) -> &'static str {
+        match self {
+            Readiness::Ready => "ready",
+            Readiness::NoList => "not ready: no list has been polled successfully yet",
+            Readiness::NotEveryAccount => "not ready: not every account has been polled yet",
+        }
+    }
 }
 
 /// The router, separate from any socket so tests can drive it directly. Requests log to the
@@ -126,23 +167,23 @@ async fn healthy() -> &'static str {
     "Healthy.\n"
 }
 
-/// `GET /-/ready`: 200 once the accounts are ready (see [`Accounts::ready`]), or were before a
-/// reload; 503 before.
-async fn ready(State(state): State<AppState>) -> (StatusCode, &'static str) {
-    let accounts = state.accounts();
-    if state.ready.load(Ordering::Relaxed) || accounts.ready() {
-        (StatusCode::OK, "Ready.\n")
-    } else if accounts.single().is_some() {
-        (
-            StatusCode::SERVICE_UNAVAILABLE,
-            "Not ready: no list has been polled successfully yet.\n",
-        )
+/// `GET /-/ready`: 200 when [`AppState::readiness`] says ready, 503 with why before.
+async fn ready(State(state): State<AppState>) -> (StatusCode, String) {
+    let readiness = state.readiness(&state.accounts());
+    let status = if readiness.is_ready() {
+        StatusCode::OK
     } else {
-        (
-            StatusCode::SERVICE_UNAVAILABLE,
-            "Not ready: not every account has been polled yet.\n",
-        )
-    }
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    (status, format!("{}.\n", upper_first(readiness.words())))
+}
+
+/// `ready` as `Ready`.
+fn upper_first(words: &str) -> String {
+    let mut chars = words.chars();
+    chars.next().map_or(String::new(), |first| {
+        first.to_uppercase().chain(chars).collect()
+    })
 }
 
 /// `POST /-/reload`: reads the configuration again, as SIGHUP does; 200 with what changed, or

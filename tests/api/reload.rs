@@ -304,3 +304,36 @@ async fn a_reload_that_changes_the_slices_renders_the_account_again_in_them() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn after_a_reload_that_rebuilds_the_account_ready_and_the_landing_page_agree() {
+    // The reload points the account at an address nothing answers: the account is rebuilt and
+    // never gets a list, but the exporter was ready and stays so, on every page.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let nowhere = format!("http://{}", closed.local_addr().unwrap());
+    drop(closed);
+    let started: Arc<Mutex<Option<Settings>>> = Arc::default();
+    let seen = started.clone();
+    let app = spawn_app_with(Options {
+        configure: Box::new(move |settings| *seen.lock().unwrap() = Some(settings.clone())),
+        reload: Some(Arc::new(move || {
+            let mut settings = started.lock().unwrap().clone().expect("started");
+            settings.api.base_url = Some(nowhere.parse().unwrap());
+            settings.validate(false)
+        })),
+        ..Options::default()
+    })
+    .await;
+    eventually("ready", || async {
+        app.get("/-/ready").await.status() == 200
+    })
+    .await;
+
+    let answer = app.post("/-/reload").await.text().await.unwrap();
+    assert!(answer.contains("changed: [api];"), "{answer}");
+    let ready = app.get("/-/ready").await;
+    assert_eq!(ready.status(), 200);
+    assert_eq!(ready.text().await.unwrap(), "Ready.\n");
+    let landing = app.get("/").await.text().await.unwrap();
+    assert!(landing.contains("Readiness: ready ("), "{landing}");
+}
