@@ -53,10 +53,22 @@ async fn until(start: tokio::time::Instant, minutes: u64) {
     tokio::time::sleep_until(start + Duration::from_secs(minutes * 60)).await;
 }
 
-/// Stops an exporter as a restart does, and lets its tasks end (they hold the store).
-async fn stop(app: PausedApp) {
+/// Stops an exporter as a restart does, and waits until its tasks have ended and let go of the
+/// store: until its database opens again (redb refuses a second opening while one is held).
+async fn stop(app: PausedApp, state: &StateDir) {
     drop(app);
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    let database = state.account().join("state.redb");
+    for _ in 0..10_000 {
+        match redb::Database::open(&database) {
+            Ok(_) => return,
+            Err(redb::DatabaseError::DatabaseAlreadyOpen) => tokio::task::yield_now().await,
+            Err(other) => panic!("{}: {other}", database.display()),
+        }
+    }
+    panic!(
+        "{}: still held after the exporter stopped",
+        database.display()
+    );
 }
 
 /// The asset series of a scrape: every line of a per-asset family, in order.
@@ -81,7 +93,7 @@ async fn a_restart_serves_what_was_stored_at_once_and_fetches_only_the_reports_t
     let before = first.metrics().await;
     let listed_at = sample(&before, LAST_LIST).expect("a list poll's time");
     let polls = api.requests(IP_LIST);
-    stop(first).await;
+    stop(first, &state).await;
 
     // Restarted while the API does not answer yet: everything is served from the store, the
     // lists' ages as they were.
@@ -128,7 +140,7 @@ async fn reports_follow_the_list_from_the_first_poll_after_a_restart() {
     let first = PausedApp::start(api.clone(), "5m", "1h", state.keep()).await;
     until(start, 1).await;
     assert_eq!(api.requests(ASSET), 12);
-    stop(first).await;
+    stop(first, &state).await;
 
     // One asset listed while the exporter was down: the first poll after the restart fetches
     // its report, and that one only.
@@ -150,7 +162,7 @@ async fn starts_cold_after(test: &str, spoil: impl FnOnce(&StateDir), said: &str
     let start = tokio::time::Instant::now();
     let first = PausedApp::start(api.clone(), "5m", "1h", state.keep()).await;
     until(start, 1).await;
-    stop(first).await;
+    stop(first, &state).await;
     spoil(&state);
 
     let second = PausedApp::start(api.clone(), "5m", "1h", state.keep()).await;
@@ -179,7 +191,7 @@ async fn starts_cold_after(test: &str, spoil: impl FnOnce(&StateDir), said: &str
         .count();
     assert_eq!(set_aside, 1, "{test}: the spoiled store is set aside");
     // The fresh store works: a restart from it is warm.
-    stop(second).await;
+    stop(second, &state).await;
     let third = PausedApp::start(api.clone(), "5m", "1h", state.keep()).await;
     assert!(
         third.logs().contains("serving what the state store kept"),
@@ -229,7 +241,7 @@ async fn a_store_of_another_account_is_not_used() {
     let start = tokio::time::Instant::now();
     let first = PausedApp::start(api.clone(), "5m", "1h", state.keep()).await;
     until(start, 1).await;
-    stop(first).await;
+    stop(first, &state).await;
 
     // The same directory, another token: another account (or user) of the API.
     let keep = state.keep();
@@ -299,7 +311,7 @@ async fn a_restart_into_another_shard_serves_only_the_stored_reports_it_selects(
             .count()
     };
     assert_eq!(named(&first.metrics().await), 40);
-    stop(first).await;
+    stop(first, &state).await;
 
     // The same store, now the first of two shards: the stored reports of the other shard's
     // assets are not served (this replica would never refresh them), and nothing is fetched.

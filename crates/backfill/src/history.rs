@@ -11,7 +11,7 @@ use reputation_exporter::upstream::date;
 use reputation_exporter::upstream::dto::{AssetReport, Loose};
 
 /// One sample: Unix time in whole seconds, and the value.
-pub type Sample = (i64, f64);
+pub(crate) type Sample = (i64, f64);
 
 /// The time window samples must fall in: `[from, to]`, in Unix seconds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -225,7 +225,7 @@ fn listing_steps(events: &[Sample], window: Window) -> Vec<Sample> {
 }
 
 /// How often a listing's 1 is repeated between events: daily, as the other histories.
-pub const LISTED_REPEAT: i64 = 86_400;
+pub(crate) const LISTED_REPEAT: i64 = 86_400;
 
 /// A number, or a number written as text (`"82"`).
 fn number(value: &Loose) -> Option<f64> {

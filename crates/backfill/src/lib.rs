@@ -7,6 +7,9 @@
 //! selection, time zone and concurrency. Both lists are fetched once to know the assets, then
 //! one report per selected asset, at most `asset_reports.concurrency` at once.
 
+#![forbid(unsafe_code)]
+#![warn(missing_docs, unreachable_pub)]
+
 pub mod cli;
 mod history;
 mod output;

@@ -15,7 +15,7 @@ use reputation_exporter::exposition::{Format, write_header, write_sample_at};
 use reputation_exporter::vocabulary::Kind;
 
 /// The file being written.
-pub struct Output {
+pub(crate) struct Output {
     path: PathBuf,
     scratch: [PathBuf; 3],
     families: [BufWriter<File>; 3],
@@ -26,7 +26,7 @@ pub struct Output {
 
 impl Output {
     /// Starts a backfill file at `path` whose series carry `labels` besides their own.
-    pub fn create(path: &Path, labels: Vec<(String, String)>) -> io::Result<Output> {
+    pub(crate) fn create(path: &Path, labels: Vec<(String, String)>) -> io::Result<Output> {
         let scratch = ["senderscore", "blacklistings", "blacklist_listed"]
             .map(|part| hidden_beside(path, part));
         let families = [
@@ -45,7 +45,7 @@ impl Output {
     }
 
     /// Appends one asset's series.
-    pub fn write(&mut self, kind: Kind, asset: &str, history: &History) -> io::Result<()> {
+    pub(crate) fn write(&mut self, kind: Kind, asset: &str, history: &History) -> io::Result<()> {
         let mut buffers: [Vec<u8>; 3] = Default::default();
         for series in history.series() {
             let name = FAMILIES[series.family].family.name;
@@ -69,7 +69,7 @@ impl Output {
 
     /// Joins the families under their headers, ends the file with `# EOF` and moves it into
     /// place.
-    pub fn finish(mut self) -> io::Result<Written> {
+    pub(crate) fn finish(mut self) -> io::Result<Written> {
         for family in &mut self.families {
             family.flush()?;
         }

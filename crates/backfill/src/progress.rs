@@ -14,10 +14,10 @@ const LINE_EVERY: Duration = Duration::from_secs(5);
 const WIDTH: usize = 30;
 
 /// More to say on each line, after the assets.
-pub type Detail = Box<dyn Fn() -> String + Send>;
+pub(crate) type Detail = Box<dyn Fn() -> String + Send>;
 
 /// Counts the assets done and shows it until dropped.
-pub struct Progress {
+pub(crate) struct Progress {
     done: Arc<AtomicUsize>,
     ticker: tokio::task::JoinSet<()>,
     terminal: bool,
@@ -25,7 +25,7 @@ pub struct Progress {
 
 impl Progress {
     /// Starts showing progress towards `total` assets, and `detail` after it.
-    pub fn start(total: usize, detail: Option<Detail>) -> Progress {
+    pub(crate) fn start(total: usize, detail: Option<Detail>) -> Progress {
         let done = Arc::new(AtomicUsize::new(0));
         let terminal = std::io::stderr().is_terminal();
         let counted = done.clone();
@@ -57,7 +57,7 @@ impl Progress {
     }
 
     /// One more asset done, written or skipped.
-    pub fn advance(&self) {
+    pub(crate) fn advance(&self) {
         self.done.fetch_add(1, Ordering::Relaxed);
     }
 }

@@ -9,10 +9,10 @@ use reputation_exporter::exposition::assets::{
 use reputation_exporter::vocabulary::Kind;
 
 /// The three families written, in order; [`Series::family`] indexes it.
-pub const FAMILIES: [AssetFamily; 3] = [SENDERSCORE, BLACKLISTINGS, BLACKLIST_LISTED];
+pub(crate) const FAMILIES: [AssetFamily; 3] = [SENDERSCORE, BLACKLISTINGS, BLACKLIST_LISTED];
 
 /// A constant label from `--label NAME=VALUE`, checked.
-pub fn parse_label(text: &str) -> Result<(String, String), FlagError> {
+pub(crate) fn parse_label(text: &str) -> Result<(String, String), FlagError> {
     let flag = || format!("--label {text}");
     let (name, value) = text
         .split_once('=')
@@ -41,7 +41,7 @@ pub fn parse_label(text: &str) -> Result<(String, String), FlagError> {
 
 /// The labels of one series of `asset`, without its name: the constant labels (`--label`),
 /// then `kind`, `asset` and the family's own label, as the live exposition orders them.
-pub fn labels<'a>(
+pub(crate) fn labels<'a>(
     constant: &'a [(String, String)],
     kind: Kind,
     asset: &'a str,

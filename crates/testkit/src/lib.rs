@@ -1,9 +1,47 @@
-//! Test support shared by the workspace's test suites, never shipped: Python's reference
-//! exposition parsers ([`reference_parse`]) and a TLS server certificate ([`self_signed_tls`]).
+//! Test support shared by the workspace's test suites, never shipped: the one wait of the tests
+//! ([`until`], [`eventually`]), Python's reference exposition parsers ([`reference_parse`]) and
+//! a TLS server certificate ([`self_signed_tls`]).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+/// Longest wait for anything a program under test should do by itself.
+pub const DEADLINE: Duration = Duration::from_secs(15);
+
+/// Tries `attempt` (it may await: a request, a handshake) until it gives a value; panics
+/// after [`DEADLINE`] with what its last failure saw. The one wait of the tests: no test sleeps
+/// for a fixed time instead. On a paused clock the deadline is the clock's.
+pub async fn until<T, F: Future<Output = Result<T, String>>>(
+    what: &str,
+    attempt: impl Fn() -> F,
+) -> T {
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    loop {
+        let seen = match attempt().await {
+            Ok(value) => return value,
+            Err(seen) => seen,
+        };
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting for {what}; {seen}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Waits until `attempt` answers true; see [`until`].
+pub async fn eventually<F: Future<Output = bool>>(what: &str, attempt: impl Fn() -> F) {
+    until(what, || async {
+        if attempt().await {
+            Ok(())
+        } else {
+            Err("it never did".to_owned())
+        }
+    })
+    .await;
+}
 
 /// A Python with the reference `prometheus_client` parsers: the system one when it has them,
 /// otherwise a virtual environment made once in `scratch` (the first caller's).

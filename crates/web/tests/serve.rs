@@ -10,6 +10,7 @@ use std::time::Duration;
 use axum::Router;
 use axum::routing::get;
 use exporter_web::{Sockets, WebConfigFile};
+use reputation_testkit::eventually;
 use tokio::sync::oneshot;
 use tracing::instrument::WithSubscriber as _;
 
@@ -20,23 +21,8 @@ use rcgen::{
 use rustls_pki_types::pem::PemObject as _;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 
-/// Longest wait for anything the server should do by itself.
-const DEADLINE: Duration = Duration::from_secs(15);
-
 /// What the router behind `serve` answers: a scrape, health, a landing page.
 const METRICS: &str = "# TYPE up gauge\nup 1\n";
-
-/// Waits until `attempt` succeeds; panics naming `what` after [`DEADLINE`].
-async fn eventually<F: Future<Output = bool>>(what: &str, attempt: impl Fn() -> F) {
-    let deadline = tokio::time::Instant::now() + DEADLINE;
-    while !attempt().await {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "waited {DEADLINE:?} for {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
 
 /// A server on 127.0.0.1 with the web configuration file given, and what it logged.
 struct TestServer {

@@ -25,8 +25,7 @@ use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tracing::instrument::WithSubscriber as _;
 
-/// Longest wait for anything the exporter should do by itself.
-pub const DEADLINE: Duration = Duration::from_secs(15);
+pub use reputation_testkit::{DEADLINE, eventually, until};
 
 /// Accept header of Prometheus 3.
 pub const PROMETHEUS_ACCEPT: &str = "application/openmetrics-text;version=1.0.0;q=0.6,\
@@ -267,39 +266,6 @@ impl TestApp {
         })
         .await
     }
-}
-
-/// Tries `attempt` (it may await: a request, a handshake) until it gives a value; panics
-/// after [`DEADLINE`] with what its last failure saw. The one wait of the tests: no test sleeps
-/// for a fixed time instead.
-pub async fn until<T, F: Future<Output = Result<T, String>>>(
-    what: &str,
-    attempt: impl Fn() -> F,
-) -> T {
-    let deadline = tokio::time::Instant::now() + DEADLINE;
-    loop {
-        let seen = match attempt().await {
-            Ok(value) => return value,
-            Err(seen) => seen,
-        };
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out waiting for {what}; {seen}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
-/// Waits until `attempt` answers true; see [`until`].
-pub async fn eventually<F: Future<Output = bool>>(what: &str, attempt: impl Fn() -> F) {
-    until(what, || async {
-        if attempt().await {
-            Ok(())
-        } else {
-            Err("it never did".to_owned())
-        }
-    })
-    .await;
 }
 
 /// The standard output of a run of the exporter that must have exited 0; panics with its

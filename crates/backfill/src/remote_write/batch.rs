@@ -10,7 +10,7 @@ use super::proto::{Label, MetricMetadata, Sample, TimeSeries, WriteRequest};
 
 /// Bounds of one request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Limits {
+pub(super) struct Limits {
     /// Samples per request: Prometheus' own `max_samples_per_send` default (2,000).
     pub samples: usize,
     /// Encoded size before compression; a single sample larger than this (labels of megabytes)
@@ -20,14 +20,14 @@ pub struct Limits {
 
 /// What a receiver takes: Prometheus' sending default, and a size far below every receiver's
 /// limit on a request (Mimir's 100 MiB, VictoriaMetrics' 32 MiB).
-pub const LIMITS: Limits = Limits {
+pub(super) const LIMITS: Limits = Limits {
     samples: 2_000,
     bytes: 1 << 20,
 };
 
 /// Collects series into requests.
 #[derive(Debug)]
-pub struct Batcher {
+pub(super) struct Batcher {
     limits: Limits,
     pending: WriteRequest,
     samples: usize,
@@ -39,7 +39,7 @@ const SERIES_OVERHEAD: usize = 1 + 3;
 
 impl Batcher {
     /// Starts the first request, which carries `metadata`.
-    pub fn new(limits: Limits, metadata: Vec<MetricMetadata>) -> Batcher {
+    pub(super) fn new(limits: Limits, metadata: Vec<MetricMetadata>) -> Batcher {
         let pending = WriteRequest {
             timeseries: Vec::new(),
             metadata,
@@ -55,7 +55,7 @@ impl Batcher {
 
     /// Adds a series (labels sorted, `__name__` among them; samples in increasing time) and
     /// returns the requests it filled, in the order they must be sent.
-    pub fn push(&mut self, labels: &[Label], samples: &[Sample]) -> Vec<WriteRequest> {
+    pub(super) fn push(&mut self, labels: &[Label], samples: &[Sample]) -> Vec<WriteRequest> {
         let mut full = Vec::new();
         let labels_len: usize = labels.iter().map(|l| message::encoded_len(1, l)).sum();
         let mut rest = samples;
@@ -90,7 +90,7 @@ impl Batcher {
     }
 
     /// The last request, unless it would be empty.
-    pub fn finish(mut self) -> Option<WriteRequest> {
+    pub(super) fn finish(mut self) -> Option<WriteRequest> {
         (self.samples > 0).then(|| self.take())
     }
 
@@ -102,7 +102,7 @@ impl Batcher {
 }
 
 /// Samples in a request.
-pub fn samples(request: &WriteRequest) -> usize {
+pub(super) fn samples(request: &WriteRequest) -> usize {
     request.timeseries.iter().map(|s| s.samples.len()).sum()
 }
 
