@@ -426,7 +426,7 @@ impl Core {
         for warning in &config.warnings {
             warn!("{warning}");
         }
-        let restart = restart_only(&running, &config);
+        let restart = running.restart_only(&config);
         for what in &restart {
             warn!("{what} changed; the change takes effect at the next restart");
         }
@@ -466,28 +466,4 @@ impl Core {
         *running = config;
         Ok(changes)
     }
-}
-
-/// The settings a reload cannot change in a running process, that `new` changes.
-fn restart_only(running: &Config, new: &Config) -> Vec<&'static str> {
-    let mut changed = Vec::new();
-    if running.web.listen_addresses != new.web.listen_addresses {
-        changed.push("web.listen_address");
-    }
-    if running.web.systemd_socket != new.web.systemd_socket {
-        changed.push("web.systemd_socket");
-    }
-    if running.web.telemetry_path != new.web.telemetry_path {
-        changed.push("web.telemetry_path");
-    }
-    if running.web.config_file.path() != new.web.config_file.path() {
-        changed.push("web.config_file");
-    }
-    if running.state != new.state {
-        changed.push("state");
-    }
-    if running.log.level != new.log.level || running.log.format != new.log.format {
-        changed.push("log");
-    }
-    changed
 }

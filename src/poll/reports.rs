@@ -55,13 +55,21 @@ pub struct ReportSchedule {
 /// settings of a schedule that is off change nothing that runs, so a reload keeps its account.
 impl PartialEq for ReportSchedule {
     fn eq(&self, other: &Self) -> bool {
-        match (self.enabled, other.enabled) {
+        // Every field named: a new one does not compile until it is compared.
+        let ReportSchedule {
+            enabled,
+            interval,
+            concurrency,
+            selection,
+            timezone,
+        } = self;
+        match (*enabled, other.enabled) {
             (false, false) => true,
             (true, true) => {
-                self.interval == other.interval
-                    && self.concurrency == other.concurrency
-                    && self.selection == other.selection
-                    && self.timezone == other.timezone
+                *interval == other.interval
+                    && *concurrency == other.concurrency
+                    && *selection == other.selection
+                    && *timezone == other.timezone
             }
             _ => false,
         }

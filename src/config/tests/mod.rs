@@ -553,3 +553,122 @@ fn a_base_url_without_a_scheme_is_shown_with_https() {
         );
     }
 }
+
+/// The configuration a reload starts from: one account with reports on.
+const RUNNING: &[(&str, &str)] = &[
+    (
+        "REPUTATION_EXPORTER_API__BASE_URL",
+        "https://api.example.com",
+    ),
+    ("REPUTATION_EXPORTER_API__TOKEN", "t0ken"),
+    ("REPUTATION_EXPORTER_ASSET_REPORTS__ENABLED", "true"),
+];
+
+/// The running configuration with one more variable set.
+fn reloaded(var: &'static str, value: &'static str) -> Config {
+    let mut vars = RUNNING.to_vec();
+    vars.retain(|(k, _)| *k != var);
+    vars.push((var, value));
+    load(&Cli::default(), &vars).unwrap()
+}
+
+#[test]
+fn a_reload_sorts_each_account_setting_into_rebuilt_or_taken_over() {
+    let running = load(&Cli::default(), RUNNING).unwrap();
+    let account = &running.accounts[0];
+    assert_eq!(account.shared_changes(account), Some(vec![]), "unchanged");
+    let rebuilt = [
+        (
+            "REPUTATION_EXPORTER_API__BASE_URL",
+            "https://other.example.com",
+        ),
+        ("REPUTATION_EXPORTER_API__TOKEN", "another"),
+        ("REPUTATION_EXPORTER_API__TIMEOUT", "10s"),
+        ("REPUTATION_EXPORTER_API__MAX_BODY_BYTES", "1024"),
+        ("REPUTATION_EXPORTER_METRICS__SHARDS", "2"),
+        ("REPUTATION_EXPORTER_ASSET_REPORTS__ENABLED", "false"),
+    ];
+    for (var, value) in rebuilt {
+        let new = reloaded(var, value);
+        assert_eq!(account.shared_changes(&new.accounts[0]), None, "{var}");
+    }
+    let taken_over = [
+        ("REPUTATION_EXPORTER_POLL__INTERVAL", "90s", "poll.interval"),
+        ("REPUTATION_EXPORTER_BACKOFF__MAX_DELAY", "10s", "backoff"),
+        (
+            "REPUTATION_EXPORTER_METRICS__MAX_AGE",
+            "2h",
+            "metrics.max_age",
+        ),
+        (
+            "REPUTATION_EXPORTER_METRICS__MAX_LABELS_PER_ASSET",
+            "8",
+            "metrics.max_labels_per_asset",
+        ),
+        (
+            "REPUTATION_EXPORTER_ASSET_REPORTS__INTERVAL",
+            "2h",
+            "asset_reports.interval",
+        ),
+        (
+            "REPUTATION_EXPORTER_ASSET_REPORTS__CONCURRENCY",
+            "2",
+            "asset_reports.concurrency",
+        ),
+        (
+            "REPUTATION_EXPORTER_ASSET_REPORTS__SHARD",
+            "1/2",
+            "asset_reports.include/exclude/shard",
+        ),
+        (
+            "REPUTATION_EXPORTER_ASSET_REPORTS__TIMEZONE",
+            "Europe/Berlin",
+            "asset_reports.timezone",
+        ),
+    ];
+    for (var, value, key) in taken_over {
+        let new = reloaded(var, value);
+        assert_eq!(
+            account.shared_changes(&new.accounts[0]),
+            Some(vec![key]),
+            "{var}"
+        );
+        assert!(running.restart_only(&new).is_empty(), "{var}");
+    }
+}
+
+#[test]
+fn a_reload_names_each_process_setting_that_waits_for_a_restart() {
+    let running = load(&Cli::default(), RUNNING).unwrap();
+    assert!(running.restart_only(&running).is_empty());
+    let waiting = [
+        (
+            "REPUTATION_EXPORTER_WEB__LISTEN_ADDRESS",
+            "127.0.0.1:9999",
+            "web.listen_address",
+        ),
+        (
+            "REPUTATION_EXPORTER_WEB__SYSTEMD_SOCKET",
+            "true",
+            "web.systemd_socket",
+        ),
+        (
+            "REPUTATION_EXPORTER_WEB__TELEMETRY_PATH",
+            "/other",
+            "web.telemetry_path",
+        ),
+        ("REPUTATION_EXPORTER_STATE__PATH", "/tmp/elsewhere", "state"),
+        ("REPUTATION_EXPORTER_LOG__LEVEL", "debug", "log"),
+        ("REPUTATION_EXPORTER_LOG__FORMAT", "json", "log"),
+    ];
+    for (var, value, key) in waiting {
+        let new = reloaded(var, value);
+        assert_eq!(running.restart_only(&new), [key], "{var}");
+        let account = &running.accounts[0];
+        assert_eq!(
+            account.shared_changes(&new.accounts[0]),
+            Some(vec![]),
+            "{var} leaves the account as it is"
+        );
+    }
+}
