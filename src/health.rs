@@ -408,6 +408,17 @@ pub fn unix_now() -> f64 {
         .map_or(0.0, |d| d.as_secs_f64())
 }
 
+/// The Unix time of `at`, an instant of this process.
+pub fn unix_time(at: Instant) -> f64 {
+    unix_now() - Instant::now().saturating_duration_since(at).as_secs_f64()
+}
+
+/// The instant of this process at Unix time `unix`; never later than now.
+pub fn instant_at(unix: f64) -> Option<Instant> {
+    let age = (unix_now() - unix).max(0.0);
+    Instant::now().checked_sub(Duration::from_secs_f64(age))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -167,7 +167,7 @@ impl Store {
             let saved = updates
                 .iter()
                 .map(|(kind, name, report)| (*kind, name.as_str(), report.as_ref()));
-            disk.save_reports(saved, unix_time(fetched));
+            disk.save_reports(saved, crate::health::unix_time(fetched));
         }
         let mut guard = self.parts();
         let parts = &mut *guard;
@@ -304,17 +304,6 @@ impl Store {
             });
         }
     }
-}
-
-/// The Unix time of `at`, an instant of this process.
-pub fn unix_time(at: Instant) -> f64 {
-    crate::health::unix_now() - Instant::now().saturating_duration_since(at).as_secs_f64()
-}
-
-/// The instant of this process at Unix time `unix`; never later than now.
-pub fn instant_at(unix: f64) -> Option<Instant> {
-    let age = (crate::health::unix_now() - unix).max(0.0);
-    Instant::now().checked_sub(Duration::from_secs_f64(age))
 }
 
 #[cfg(test)]

@@ -29,6 +29,7 @@ use crate::model::Report;
 use crate::vocabulary::{Kind, Secret};
 
 mod list;
+pub mod warm;
 
 pub use list::{ListFile, read_list};
 

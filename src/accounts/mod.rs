@@ -5,27 +5,28 @@
 //! A reload builds a new [`Accounts`] that keeps every account whose configuration did not
 //! change, running, with its data and its report rounds.
 
+mod start;
+
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::task::JoinSet;
 use tokio::time::Instant;
-use tracing::{Instrument as _, info, warn};
+use tracing::Instrument as _;
 
-use crate::config::{self, AccountConfig, Config, Source};
-use crate::disk::{self, Disk};
+use crate::config::{self, AccountConfig, Config};
+use crate::disk::Disk;
 use crate::health::Health;
-use crate::model::Reports;
 use crate::poll::follow::FollowUps;
 use crate::poll::reports::ReportPoller;
 use crate::poll::{Polled, Poller};
 use crate::store::Store;
-use crate::store::instant_at;
 use crate::telemetry::Telemetry;
 use crate::upstream::{Client, ClientError, InProcess};
 use crate::vocabulary::Endpoint;
 use reputation_simulate::SimulatedApi;
+use start::{Parts, Start, upstream};
 
 /// Why an account cannot be set up, or found.
 #[derive(Debug, thiserror::Error)]
@@ -105,30 +106,15 @@ impl Account {
         previous: Option<&Account>,
         state: Option<&Path>,
     ) -> Result<Account, AccountError> {
-        let (health, telemetry, store, upstream, disk) = match previous {
-            Some(before) => {
-                let upstream = (before.base_url.clone(), before.simulated.clone());
-                let (health, telemetry) = (before.health.clone(), before.telemetry.clone());
-                let disk = before.disk.clone();
-                (health, telemetry, before.store.clone(), upstream, disk)
-            }
-            None => {
-                let health = Arc::new(Health::new(&config.endpoints()));
-                let telemetry = Arc::new(Telemetry::new(health.clone()));
-                let store = Store::new(config.max_age, config.report_max_age(), config.shards);
-                (health, telemetry, store, upstream(&config).await?, None)
-            }
-        };
-        // A new account starts from what its store kept (an account a reload takes over keeps
-        // its own).
-        let restored = match (previous, state, &config.source) {
-            (None, Some(root), Source::Remote { token, .. }) => {
-                restore(&config, root, token, &store, &health).await
-            }
-            _ => None,
-        };
-        let disk = disk.or(restored);
-        let (base_url, simulated) = upstream;
+        let (parts, start) = Start::decide(&config, previous, state).await?;
+        let Parts {
+            health,
+            telemetry,
+            store,
+            base_url,
+            simulated,
+        } = parts;
+        let disk = start.disk();
         let in_process = upstreams.get(&base_url);
         let client = config.client(
             base_url.clone(),
@@ -140,13 +126,12 @@ impl Account {
             .reports
             .enabled
             .then(|| Arc::new(FollowUps::new(config.reports.selection.clone())));
-        let polled_follow = follow.clone();
         let polled = Polled {
             client: client.clone(),
             telemetry: telemetry.clone(),
             health: health.clone(),
             store: store.clone(),
-            follow,
+            follow: follow.clone(),
             disk: disk.clone(),
         };
         let mut reports = config
@@ -154,23 +139,24 @@ impl Account {
             .enabled
             .then(|| ReportPoller::new(polled.clone(), config.reports.clone(), config.max_labels));
         let mut poller = Poller::new(polled, config.poll_interval, config.max_labels);
-        if previous.is_none() && disk.is_some() && !store.reports().is_empty() {
-            // The reports are there: each is fetched when it is due, not all at once, and the
-            // lists are checked against them from the first poll.
-            reports = reports.map(ReportPoller::resume);
-            if let Some(follow) = &polled_follow {
-                follow.arm();
+        match start {
+            Start::Cold(_) => {}
+            Start::Warm(_) => {
+                reports = reports.map(ReportPoller::resume);
+                if let Some(follow) = &follow {
+                    follow.arm();
+                }
             }
-        }
-        if previous.is_some() {
-            // Due as before, or sooner when the new interval is shorter.
-            let now = Instant::now();
-            if let Some(due) = health.next_poll() {
-                poller = poller.first_at(due.min(now + config.poll_interval));
-            }
-            if let Some(due) = health.next_round() {
-                let interval = config.reports.interval;
-                reports = reports.map(|r| r.first_at(due.min(now + interval)));
+            Start::TakeOver(_) => {
+                // Due as before, or sooner when the new interval is shorter.
+                let now = Instant::now();
+                if let Some(due) = health.next_poll() {
+                    poller = poller.first_at(due.min(now + config.poll_interval));
+                }
+                if let Some(due) = health.next_round() {
+                    let interval = config.reports.interval;
+                    reports = reports.map(|r| r.first_at(due.min(now + interval)));
+                }
             }
         }
         Ok(Account {
@@ -433,132 +419,6 @@ impl Accounts {
         match self.single() {
             Some(one) => one.store.current().ready,
             None => self.polled(),
-        }
-    }
-}
-
-/// Opens the account's store under `root` (its own directory: `api` for the account of
-/// `[api]`, else its name) and serves what it kept: the lists not older than `metrics.max_age`
-/// and the reports not older than theirs, each with its real age. `None` when no store can be
-/// used (said once by [`Disk::open`]'s caller here).
-async fn restore(
-    config: &AccountConfig,
-    root: &Path,
-    token: &crate::vocabulary::Secret,
-    store: &Arc<Store>,
-    health: &Arc<Health>,
-) -> Option<Arc<Disk>> {
-    let Source::Remote { base_url, .. } = &config.source else {
-        return None;
-    };
-    let dir = root.join(config.name.as_deref().unwrap_or("api"));
-    let identity = disk::Identity::new(
-        base_url,
-        token,
-        config.reports.timezone.iana_name().unwrap_or("UTC"),
-        config.max_labels,
-    );
-    let (max_age, report_max_age) = (config.max_age, config.report_max_age());
-    let (kinds_max_labels, shards) = (config.max_labels, config.shards);
-    let started = std::time::Instant::now();
-    let opened = exporter_web::task::spawn_blocking(move || {
-        let (disk, restored) = Disk::open(&dir, &identity)?;
-        let now = crate::health::unix_now();
-        // The lists' bodies and the reports are read side by side.
-        let (lists, reports) = std::thread::scope(|threads| {
-            let lists: Vec<_> = restored
-                .lists
-                .iter()
-                .filter(|list| now - list.fetched < max_age.as_secs_f64())
-                .map(|list| {
-                    threads.spawn(move || {
-                        let (part, fetched) = disk::read_list(list, kinds_max_labels, shards)?;
-                        (now - fetched < max_age.as_secs_f64())
-                            .then_some(())
-                            .and_then(|()| Some((part, instant_at(fetched)?, list.kind, fetched)))
-                    })
-                })
-                .collect();
-            // The reports are made the map they are served from here, while the lists decode.
-            let reports = disk.read_reports().map(|stored| {
-                let mut reports = Reports::default();
-                let mut newest = None::<f64>;
-                for (kind, name, report, fetched) in stored {
-                    if now - fetched >= report_max_age.as_secs_f64() {
-                        continue;
-                    }
-                    let Some(at) = instant_at(fetched) else {
-                        continue;
-                    };
-                    newest = Some(newest.map_or(fetched, |newest| newest.max(fetched)));
-                    reports.set(kind, name, report, at);
-                }
-                (reports, newest)
-            });
-            let lists: Vec<_> = lists
-                .into_iter()
-                .filter_map(|thread| thread.join().ok().flatten())
-                .collect();
-            (lists, reports)
-        });
-        Ok::<_, disk::DiskError>((disk, lists, reports?))
-    })
-    .await;
-    let (disk, lists, reports) = match opened {
-        Ok(Ok(opened)) => opened,
-        Ok(Err(error)) => {
-            warn!(
-                error = %error,
-                "the state store cannot be used; the account starts cold and keeps nothing \
-            across restarts"
-            );
-            return None;
-        }
-        Err(_) => return None,
-    };
-    for (_, _, kind, fetched) in &lists {
-        health.restored(Endpoint::list(*kind), *fetched);
-    }
-    let (reports, newest) = reports;
-    if let Some(newest) = newest {
-        health.restored(Endpoint::Asset, newest);
-    }
-    let read = started.elapsed();
-    let lists: Vec<_> = lists.into_iter().map(|(part, at, ..)| (part, at)).collect();
-    let disk = Arc::new(disk);
-    let store = store.clone();
-    let persisted = disk.clone();
-    let (list_count, report_count) = (lists.len(), reports.len());
-    let _ = exporter_web::task::spawn_blocking(move || {
-        store.restore(lists, reports);
-        store.persist_to(persisted);
-    })
-    .await;
-    info!(
-        lists = list_count,
-        reports = report_count,
-        read = ?read,
-        took = ?started.elapsed(),
-        "serving what the state store kept until the API answers"
-    );
-    Some(disk)
-}
-
-/// Where an account's API is: the configured address; with `--demo`, the simulated API, started
-/// on loopback and served as long as it is held.
-async fn upstream(
-    config: &AccountConfig,
-) -> Result<(reqwest::Url, Option<SimulatedApi>), AccountError> {
-    match &config.source {
-        Source::Remote { base_url, .. } => Ok((base_url.clone(), None)),
-        Source::Demo => {
-            let simulated = SimulatedApi::demo();
-            let url = simulated.spawn().await.map_err(AccountError::Demo)?;
-            info!(url = %url, "demo mode: polling the built-in simulated API");
-            let base_url = url
-                .parse()
-                .map_err(|e| AccountError::Demo(std::io::Error::other(format!("{url}: {e}"))))?;
-            Ok((base_url, Some(simulated)))
         }
     }
 }

@@ -1,0 +1,132 @@
+//! A warm start: what an account's store kept, read back so that it can be served at once.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+use tracing::warn;
+
+use super::{Disk, DiskError, Identity, read_list};
+use crate::health::{Health, instant_at, unix_now};
+use crate::model::Reports;
+use crate::snapshot::ListPart;
+use crate::vocabulary::Endpoint;
+
+/// What of a store is still worth serving, and how its lists are rendered again.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// `metrics.max_age`: an older list is not served.
+    pub max_age: Duration,
+    /// How long a report is served after it was fetched: an older one is not.
+    pub report_max_age: Duration,
+    /// `metrics.max_labels_per_asset`.
+    pub max_labels: usize,
+    /// `metrics.shards`: the slices the lists are rendered in.
+    pub shards: usize,
+}
+
+/// What a store kept that is still worth serving, read back: the lists rendered, each with the
+/// instant it was fetched, and the reports with theirs.
+#[derive(Debug)]
+pub struct Kept {
+    /// The store, open: where what is fetched from now on is kept.
+    pub disk: Arc<Disk>,
+    /// The lists not older than `metrics.max_age`, rendered.
+    pub lists: Vec<(ListPart, Instant)>,
+    /// The reports not older than theirs.
+    pub reports: Reports,
+    /// How long reading took.
+    pub read: Duration,
+}
+
+/// Opens the store in `dir` and reads back what it kept within `limits`, the lists' bodies and
+/// the reports side by side, off the async threads; tells `health` when each endpoint last
+/// answered. `None`, said once with why, when the store cannot be used: the account then starts
+/// cold and keeps nothing across restarts.
+pub async fn read_back(
+    dir: PathBuf,
+    identity: Identity,
+    limits: Limits,
+    health: &Health,
+) -> Option<Kept> {
+    let started = std::time::Instant::now();
+    let opened = exporter_web::task::spawn_blocking(move || read(&dir, &identity, limits)).await;
+    let (disk, lists, (reports, newest)) = match opened {
+        Ok(Ok(opened)) => opened,
+        Ok(Err(error)) => {
+            warn!(
+                error = %error,
+                "the state store cannot be used; the account starts cold and keeps nothing \
+                 across restarts"
+            );
+            return None;
+        }
+        Err(_) => return None,
+    };
+    for (_, _, endpoint, fetched) in &lists {
+        health.restored(*endpoint, *fetched);
+    }
+    if let Some(newest) = newest {
+        health.restored(Endpoint::Asset, newest);
+    }
+    Some(Kept {
+        disk: Arc::new(disk),
+        lists: lists.into_iter().map(|(part, at, ..)| (part, at)).collect(),
+        reports,
+        read: started.elapsed(),
+    })
+}
+
+/// A list read back: rendered, the instant it was fetched, its endpoint and Unix time.
+type ReadList = (ListPart, Instant, Endpoint, f64);
+
+/// The reports read back, and the Unix time of the newest.
+type ReadReports = (Reports, Option<f64>);
+
+/// [`read_back`]'s blocking part.
+fn read(
+    dir: &std::path::Path,
+    identity: &Identity,
+    limits: Limits,
+) -> Result<(Disk, Vec<ReadList>, ReadReports), DiskError> {
+    let (disk, restored) = Disk::open(dir, identity)?;
+    let now = unix_now();
+    let fresh = |fetched: f64, max_age: Duration| now - fetched < max_age.as_secs_f64();
+    let (lists, reports) = std::thread::scope(|threads| {
+        let lists: Vec<_> = restored
+            .lists
+            .iter()
+            .filter(|list| fresh(list.fetched, limits.max_age))
+            .map(|list| {
+                threads.spawn(move || {
+                    let (part, fetched) = read_list(list, limits.max_labels, limits.shards)?;
+                    let at = instant_at(fetched).filter(|_| fresh(fetched, limits.max_age))?;
+                    Some((part, at, Endpoint::list(list.kind), fetched))
+                })
+            })
+            .collect();
+        // The reports are made the map they are served from here, while the lists decode.
+        let reports = disk.read_reports().map(|stored| {
+            let mut reports = Reports::default();
+            let mut newest = None::<f64>;
+            for (kind, name, report, fetched) in stored {
+                if !fresh(fetched, limits.report_max_age) {
+                    continue;
+                }
+                let Some(at) = instant_at(fetched) else {
+                    continue;
+                };
+                newest = Some(newest.map_or(fetched, |newest| newest.max(fetched)));
+                reports.set(kind, name, report, at);
+            }
+            (reports, newest)
+        });
+        let lists: Vec<_> = lists
+            .into_iter()
+            .filter_map(|thread| thread.join().ok().flatten())
+            .collect();
+        (lists, reports)
+    });
+    Ok((disk, lists, reports?))
+}
