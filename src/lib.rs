@@ -3,11 +3,11 @@
 //! It polls the reputation monitoring API and serves every monitored IP address and domain as
 //! labelled metrics. The modules, each importing only modules listed before it:
 //!
-//! - [`vocabulary`]: endpoint, kind, request outcome, SNDS colour, the secret, durations.
+//! - [`vocabulary`]: endpoint, kind, how a request failed ([`vocabulary::Failure`]) and the
+//!   `code` label it counts under, SNDS colour, the secret, durations.
 //! - [`logging`]: logfmt and JSON lines.
 //! - [`health`]: what an account's pollers know of its API (each endpoint's state, failing
-//!   streaks, the token's verdict) and the typed [`health::Failure`]; decisions read it, the
-//!   health metrics are rendered from it.
+//!   streaks, the token's verdict); decisions read it, the health metrics are rendered from it.
 //! - [`telemetry`]: the exporter's own metrics, on `prometheus-client`.
 //! - [`upstream`]: the API client (token, timeouts, body cap, retries) and the JSON it returns.
 //! - [`model`]: assets and their report data, mapped from the JSON by the value rules of docs/upstream.md.

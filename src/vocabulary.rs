@@ -1,5 +1,6 @@
 //! Words every part of the exporter shares: which endpoint, which kind of asset, how a request
-//! ended, the SNDS colours, the secret token, and how a duration is written. A leaf: it imports
+//! failed ([`Failure`], the one kind the pollers, the log, the landing page and the `code`
+//! label go by; an API error becomes one in `FetchError::failure`), the SNDS colours, the secret token, and how a duration is written. A leaf: it imports
 //! nothing of the crate.
 
 use std::fmt;
@@ -120,6 +121,71 @@ impl SndsColour {
             SndsColour::Green => "green",
             SndsColour::Yellow => "yellow",
             SndsColour::Red => "red",
+        }
+    }
+}
+
+/// The kind of failure of a request: what a streak compares, what the landing page and the
+/// round summaries show, and the `code` label it is counted under.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Failure {
+    /// 401 or 403: the token is rejected.
+    Rejected(u16),
+    /// Another status than 200.
+    Status(u16),
+    /// No answer within `api.timeout`.
+    Timeout,
+    /// Nothing listens at the API's address.
+    Refused,
+    /// No connection for another reason (name resolution, TLS, a reset).
+    Connect,
+    /// A redirect to another origin, not followed.
+    Redirect,
+    /// A body larger than `api.max_body_bytes`.
+    TooLarge,
+    /// A body that is not what the endpoint returns.
+    Decode,
+    /// The list arrived but could not be rendered.
+    Rendering,
+    /// An asset whose name cannot be one path segment.
+    NotRequestable,
+}
+
+impl Failure {
+    /// The `code` label of `reputation_api_requests_total` for a request that failed so.
+    pub fn code(self) -> Code {
+        match self {
+            Failure::Rejected(status) | Failure::Status(status) => Code::Status(status),
+            Failure::Timeout => Code::Timeout,
+            Failure::Refused | Failure::Connect | Failure::NotRequestable => Code::Connect,
+            Failure::Redirect => Code::Redirect,
+            Failure::TooLarge | Failure::Decode | Failure::Rendering => Code::Decode,
+        }
+    }
+
+    /// Whether the endpoint answered at all (and so said whether it accepts the token).
+    pub fn answered(self) -> bool {
+        matches!(
+            self,
+            Failure::Rejected(_) | Failure::Status(_) | Failure::TooLarge | Failure::Decode
+        )
+    }
+}
+
+/// The kind of failure in a few words: `HTTP 503`, `connection refused`, `bad body`.
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Failure::Rejected(status) => write!(f, "token rejected (HTTP {status})"),
+            Failure::Status(status) => write!(f, "HTTP {status}"),
+            Failure::Timeout => f.write_str("timeout"),
+            Failure::Refused => f.write_str("connection refused"),
+            Failure::Connect => f.write_str("cannot connect"),
+            Failure::Redirect => f.write_str("redirect to another origin"),
+            Failure::TooLarge => f.write_str("body too large"),
+            Failure::Decode => f.write_str("bad body"),
+            Failure::Rendering => f.write_str("rendering failed"),
+            Failure::NotRequestable => f.write_str("name not requestable"),
         }
     }
 }
@@ -409,5 +475,17 @@ mod tests {
         assert_eq!(spoken_duration(Duration::from_secs(5400)), "1h 30m");
         assert_eq!(spoken_duration(Duration::from_millis(1500)), "1s");
         assert_eq!(spoken_duration(Duration::ZERO), "0s");
+    }
+
+    #[test]
+    fn failures_read_as_a_few_words_and_count_under_their_code() {
+        assert_eq!(
+            Failure::Rejected(401).to_string(),
+            "token rejected (HTTP 401)"
+        );
+        assert_eq!(Failure::Refused.to_string(), "connection refused");
+        assert_eq!(Failure::Status(429).code(), Code::Status(429));
+        assert_eq!(Failure::Refused.code(), Code::Connect);
+        assert_eq!(Failure::TooLarge.code(), Code::Decode);
     }
 }

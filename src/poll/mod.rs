@@ -14,13 +14,14 @@ use tokio::time::Instant;
 use tracing::{debug, error, info, warn};
 
 use crate::disk::Disk;
-use crate::health::{Failure, Health};
+use crate::health::Health;
 use crate::model::DecodedAssets;
 use crate::snapshot::ListBuilder;
 use crate::store::Store;
 use crate::telemetry::Telemetry;
 use crate::upstream::dto::{self, DecodeError, SystemStatus, User};
 use crate::upstream::{Client, FetchError};
+use crate::vocabulary::Failure;
 use crate::vocabulary::{Endpoint, Kind};
 use follow::{FollowUps, Following};
 use list::log_rejected;

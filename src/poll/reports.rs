@@ -25,8 +25,9 @@ use tracing::{debug, info, warn};
 
 use super::Polled;
 use super::selection::Selection;
-use crate::health::{Failure, tally};
+use crate::health::tally;
 use crate::model::Report;
+use crate::vocabulary::Failure;
 use crate::vocabulary::Kind;
 
 /// Reports that arrived are published at least this often during a round...

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use axum::extract::{Query, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, header};
 use axum::response::{Html, IntoResponse as _, Response};
 
 use super::AppState;
@@ -47,15 +47,16 @@ pub(super) async fn landing(
     match (accounts.single(), landing.account.as_deref()) {
         (Some(one), _) => Html(account_page(&state, one, host)).into_response(),
         (None, None) => Html(accounts_page(&state, &accounts, host)).into_response(),
-        (None, Some(name)) => match accounts.resolve(Some(name)) {
+        (None, Some(name)) => match super::account_named(&accounts, name) {
             Ok(account) => Html(account_page(&state, account, host)).into_response(),
-            Err(_) => (
-                StatusCode::NOT_FOUND,
+            Err((status, reason)) => (
+                status,
                 Html(format!(
-                    "{}<p>There is no account named <code>{}</code>. \
+                    "{}<p>There is no account named <code>{}</code> ({}). \
                      <a href=\"/\">All accounts</a>.</p></body></html>\n",
                     head(),
-                    escape(name)
+                    escape(name),
+                    escape(reason.trim_end())
                 )),
             )
                 .into_response(),

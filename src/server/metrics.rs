@@ -113,9 +113,9 @@ pub(super) async fn probe(
             accounts.names()
         ));
     };
-    let account = match accounts.resolve(Some(&target)) {
+    let account = match super::account_named(&accounts, &target) {
         Ok(account) => account,
-        Err(e) => return bad_request(e.to_string()),
+        Err(answer) => return answer.into_response(),
     };
     let (format, gzip) = negotiate(&headers);
     let snapshot = account.store.current();

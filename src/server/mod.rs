@@ -18,7 +18,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tower_http::timeout::TimeoutLayer;
 use tracing::instrument::WithSubscriber as _;
 
-use crate::accounts::{AccountError, Accounts, Changes};
+use crate::accounts::{Account, AccountError, Accounts, Changes};
 use crate::config::ConfigError;
 use crate::telemetry::ProcessMetrics;
 use exporter_web::WebConfigFile;
@@ -127,6 +127,17 @@ impl Readiness {
             Readiness::NotEveryAccount => "not ready: not every account has been polled yet",
         }
     }
+}
+
+/// The account `name` names, or the one answer to a request for an account there is not
+/// (`/probe?target=`, the landing page's `?account=`): 400, with the accounts there are.
+fn account_named<'a>(
+    accounts: &'a Accounts,
+    name: &str,
+) -> Result<&'a Arc<Account>, (StatusCode, String)> {
+    accounts
+        .resolve(Some(name))
+        .map_err(|e| (StatusCode::BAD_REQUEST, format!("{e}\n")))
 }
 
 /// The router, separate from any socket so tests can drive it directly. Requests log to the

@@ -421,7 +421,10 @@ mod tests {
         assert!(render(&t).contains("reputation_up 0\n"));
         h.polled(Endpoint::IpList, Ok(()));
         h.polled(Endpoint::DomainList, Ok(()));
-        h.polled(Endpoint::SystemCheck, Err(crate::health::Failure::Timeout));
+        h.polled(
+            Endpoint::SystemCheck,
+            Err(crate::vocabulary::Failure::Timeout),
+        );
         h.set_poll_duration(Duration::from_millis(1500));
         t.request(
             Endpoint::IpList,

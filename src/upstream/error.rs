@@ -6,7 +6,7 @@ use std::time::Duration;
 use reqwest::StatusCode;
 
 use super::dto::DecodeError;
-use crate::health::Failure;
+use crate::vocabulary::Failure;
 
 /// Why a request gave nothing usable. Messages never hold the token.
 #[derive(Debug, thiserror::Error)]

@@ -20,8 +20,9 @@ use bytes::BytesMut;
 use reqwest::header;
 use reqwest::{StatusCode, Url};
 
-use crate::health::{Failure, Health};
+use crate::health::Health;
 use crate::telemetry::Telemetry;
+use crate::vocabulary::Failure;
 use crate::vocabulary::{Code, Endpoint, Secret};
 use auth::{Authorization, TokenError};
 use dto::{AssetReport, DecodeError};

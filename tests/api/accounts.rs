@@ -296,13 +296,12 @@ async fn the_landing_page_says_why_an_account_has_no_data_and_links_each_account
         "{us_page}"
     );
     assert!(!us_page.contains("Assets, worst first"));
+    // The same answer as /probe?target=asia: 400, naming the accounts there are.
     let unknown = app.get("/?account=asia").await;
-    assert_eq!(unknown.status(), 404);
+    assert_eq!(unknown.status(), 400);
+    let page = unknown.text().await.unwrap();
     assert!(
-        unknown
-            .text()
-            .await
-            .unwrap()
-            .contains("no account named <code>asia</code>")
+        page.contains("no account named <code>asia</code> (unknown target `asia`: one of eu, us)"),
+        "{page}"
     );
 }

@@ -136,15 +136,19 @@ pids+=($!)
 # the per-asset alerts read, and the account-wide alerts' ones), every `for:` shortened to 20s,
 # `keep_firing_for:` to three scrapes, the 5-minute groups to the poll's compressed pace, and
 # ReputationDataStale's threshold (45 of metrics.max_age's 60 minutes) to 30 of its 60 seconds.
+# The pages' rules hold a value by reading their own previous evaluation (`offset 1m`, one
+# evaluation at the shipped minute): that offset follows the evaluation interval, or a page
+# resolved a few evaluations ago would be read back as still open.
 mkdir -p "$work/rules"
 sed -E -e 's/^( +for: ).*/\1"20s"/' -e "s/^( +keep_firing_for: ).*/\\1\"${keep}s\"/" \
     -e "s/^( +(- )?interval: )\"5m\"/\\1\"${poll}s\"/" \
     deploy/prometheus/alerts.yml >"$work/rules/alerts.yml"
-sed -e "s/interval: \"5m\"/interval: \"${poll}s\"/" \
+sed -e "s/interval: \"5m\"/interval: \"${poll}s\"/" -e "s/offset 1m/offset ${evaluation}s/g" \
     -e 's/endpoint=~\\"ip-list|domain-list\\"})) > 2700\\nor/endpoint=~\\"ip-list|domain-list\\"})) > 30\\nor/' \
     deploy/prometheus/rules.yml >"$work/rules/rules.yml"
 grep -q '> 30\\nor' "$work/rules/rules.yml" || fail "ReputationDataStale's threshold was not shortened"
 grep -q "interval: \"${poll}s\"" "$work/rules/rules.yml" || fail "the recording rules' interval was not shortened"
+! grep -q "offset 1m" "$work/rules/rules.yml" || fail "the pages' rules still read back a minute"
 {
     cat <<YAML
 global:
@@ -277,6 +281,8 @@ installed=$(total)
 [ "$installed" -le 3 ] || fail "the installation sent $installed notifications"
 firing=$(query 'count(ALERTS{alertstate="firing"})')
 echo "alertmanager: two replicas installed on 400 standing listings: $installed notification(s), no page; ${firing:-0} alert(s) firing"
+! grep -q "level=warn" "$work/alertmanager.log" ||
+    fail "Alertmanager warned about the shipped configuration: $(grep "level=warn" "$work/alertmanager.log")"
 
 # 2. A new listing pages once, naming the blacklist, within a poll plus a minute.
 list_on 10.0.0.7 "Spamhaus DBL"
