@@ -21,7 +21,7 @@ use crate::accounts::{Account, AccountError, Accounts, Changes, Upstreams};
 use crate::config::cli::SimulateArgs;
 use crate::config::{Config, ConfigError};
 use crate::exposition::Format;
-use crate::server::{self, AppState, ReloadError, ReloadRequest, Sockets};
+use crate::server::{self, ReloadError, ReloadRequest, Shared, Sockets};
 use crate::telemetry::ProcessMetrics;
 use crate::vocabulary::parse_duration;
 use reputation_simulate::SimulatedApi;
@@ -64,7 +64,7 @@ pub async fn once(
     let ok = account.poll_once().await;
     let process = account.name.is_none().then_some(&*app.core.process);
     let exposition = account
-        .store
+        .latest
         .current()
         .exposition(&account.telemetry, process, Format::Text);
     out.write_all(&exposition)
@@ -235,7 +235,7 @@ struct Core {
     upstreams: Upstreams,
     /// Build and process metrics, and the reload gauges among them.
     process: Arc<ProcessMetrics>,
-    /// Set when a reload replaces accounts that were ready (see [`AppState::ready`]).
+    /// Set when a reload replaces accounts that were ready (see [`Shared::ready`]).
     ready: Arc<AtomicBool>,
     /// The configuration running now; one reload at a time.
     running: Mutex<Config>,
@@ -249,7 +249,7 @@ struct Core {
 pub struct App {
     core: Arc<Core>,
     /// What the HTTP handlers read.
-    state: AppState,
+    state: Shared,
     /// Most connections served at once.
     max_connections: usize,
     /// Reload requests from `POST /-/reload` and from [`App::reloads`].
@@ -287,7 +287,7 @@ impl App {
         let (accounts, receiver) = watch::channel(Arc::new(accounts));
         let (reload, requests) = mpsc::channel(4);
         let ready = Arc::new(AtomicBool::new(false));
-        let state = AppState {
+        let state = Shared {
             accounts: receiver,
             process: process.clone(),
             telemetry_path: config.web.telemetry_path.clone(),

@@ -16,8 +16,9 @@
 //! - [`snapshot`]: what a scrape serves: each list rendered once, and the assembled body.
 //! - [`disk`]: the state store: each account's lists and reports kept on local disk, so that a
 //!   restart serves them at once and fetches only what is due.
-//! - [`store`]: the latest good data, and the snapshot swapped in on every change.
-//! - [`poll`]: the list poll loop and the asset report loop; what each result does to the store.
+//! - [`latest`]: the latest good data in memory, and the snapshot swapped in on every change.
+//! - [`poll`]: the list poll loop and the asset report loop; what each result does to the
+//!   latest data.
 //! - [`config`]: flags, TOML file and environment, layered into typed settings and validated
 //!   into the [`config::Config`] that builds the rest.
 //! - [`accounts`]: each account's client, pollers and store, built from its configuration and
@@ -45,12 +46,12 @@ pub mod config;
 pub mod disk;
 pub mod exposition;
 pub mod health;
+pub mod latest;
 pub mod logging;
 pub mod model;
 pub mod poll;
 pub mod server;
 pub mod snapshot;
-pub mod store;
 pub mod telemetry;
 pub mod upstream;
 pub mod vocabulary;

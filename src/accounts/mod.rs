@@ -18,10 +18,10 @@ use tracing::Instrument as _;
 use crate::config::{self, AccountConfig, Config};
 use crate::disk::Disk;
 use crate::health::Health;
+use crate::latest::Latest;
 use crate::poll::follow::FollowUps;
 use crate::poll::reports::ReportPoller;
 use crate::poll::{Polled, Poller};
-use crate::store::Store;
 use crate::telemetry::Telemetry;
 use crate::upstream::{Client, ClientError, InProcess};
 use crate::vocabulary::Endpoint;
@@ -64,13 +64,13 @@ impl Upstreams {
     }
 }
 
-/// One account: its pollers, the store they publish to, and its API metrics.
+/// One account: its pollers, the latest data they publish to, and its API metrics.
 #[derive(Debug)]
 pub struct Account {
     /// `accounts.NAME`, or `None` for the one account of `[api]` or `--demo`.
     pub name: Option<String>,
     /// The snapshots its pollers publish.
-    pub store: Arc<Store>,
+    pub latest: Arc<Latest>,
     /// Its API metrics.
     pub telemetry: Arc<Telemetry>,
     /// What its pollers know of its API: what the landing page, `--once` and the health
@@ -110,7 +110,7 @@ impl Account {
         let Parts {
             health,
             telemetry,
-            store,
+            latest,
             base_url,
             simulated,
         } = parts;
@@ -130,7 +130,7 @@ impl Account {
             client: client.clone(),
             telemetry: telemetry.clone(),
             health: health.clone(),
-            store: store.clone(),
+            latest: latest.clone(),
             follow: follow.clone(),
             disk: disk.clone(),
         };
@@ -161,7 +161,7 @@ impl Account {
         }
         Ok(Account {
             name: config.name.clone(),
-            store,
+            latest,
             telemetry,
             health,
             client,
@@ -189,10 +189,10 @@ impl Account {
         if !tasks.is_empty() {
             return;
         }
-        // The ages of this configuration: a store taken over by a reload had the previous ones,
+        // The ages of this configuration: latest data taken over by a reload had the previous ones,
         // and a refused reload must not have changed them.
         let config = &self.config;
-        self.store
+        self.latest
             .set_max_ages(config.max_age, config.report_max_age());
         let span = self.span();
         let poller = self.poller.clone().run().instrument(span.clone());
@@ -222,7 +222,7 @@ impl Account {
 
     /// Whether its first list poll has ended, whatever its outcome.
     pub fn polled(&self) -> bool {
-        *self.store.cycles().borrow() > 0
+        *self.latest.cycles().borrow() > 0
     }
 
     /// The endpoints whose last poll failed, each with the kind of failure
@@ -414,10 +414,10 @@ impl Accounts {
     /// Whether these accounts are ready to be scraped (`/-/ready`): the one account once a
     /// list poll has succeeded; several once every account's first poll has ended, whatever
     /// its outcome, so that one account down does not hold the others back. Both are latched
-    /// where the polls end (the store's snapshot, its cycle count), so this never goes back.
+    /// where the polls end (the latest snapshot, its cycle count), so this never goes back.
     pub fn ready(&self) -> bool {
         match self.single() {
-            Some(one) => one.store.current().ready,
+            Some(one) => one.latest.current().ready,
             None => self.polled(),
         }
     }

@@ -10,7 +10,7 @@ use super::{Account, AccountError};
 use crate::config::{AccountConfig, Source};
 use crate::disk::{self, Disk, warm};
 use crate::health::Health;
-use crate::store::Store;
+use crate::latest::Latest;
 use crate::telemetry::Telemetry;
 use reputation_simulate::SimulatedApi;
 
@@ -31,7 +31,7 @@ pub(super) enum Start<'a> {
 pub(super) struct Parts {
     pub(super) health: Arc<Health>,
     pub(super) telemetry: Arc<Telemetry>,
-    pub(super) store: Arc<Store>,
+    pub(super) latest: Arc<Latest>,
     pub(super) base_url: reqwest::Url,
     pub(super) simulated: Option<SimulatedApi>,
 }
@@ -48,7 +48,7 @@ impl Start<'_> {
             let parts = Parts {
                 health: before.health.clone(),
                 telemetry: before.telemetry.clone(),
-                store: before.store.clone(),
+                latest: before.latest.clone(),
                 base_url: before.base_url.clone(),
                 simulated: before.simulated.clone(),
             };
@@ -56,7 +56,7 @@ impl Start<'_> {
         }
         let health = Arc::new(Health::new(&config.endpoints()));
         let telemetry = Arc::new(Telemetry::new(health.clone()));
-        let store = Store::new(config.max_age, config.report_max_age(), config.shards);
+        let latest = Latest::new(config.max_age, config.report_max_age(), config.shards);
         let (base_url, simulated) = upstream(config).await?;
         let start = match (state, &config.source) {
             (
@@ -64,13 +64,13 @@ impl Start<'_> {
                 Source::Remote {
                     base_url, token, ..
                 },
-            ) => warm(config, root, base_url, token, &store, &health).await,
+            ) => warm(config, root, base_url, token, &latest, &health).await,
             _ => Start::Cold(None),
         };
         let parts = Parts {
             health,
             telemetry,
-            store,
+            latest,
             base_url,
             simulated,
         };
@@ -96,7 +96,7 @@ async fn warm(
     root: &Path,
     base_url: &reqwest::Url,
     token: &crate::vocabulary::Secret,
-    store: &Arc<Store>,
+    latest: &Arc<Latest>,
     health: &Health,
 ) -> Start<'static> {
     let started = std::time::Instant::now();
@@ -119,7 +119,7 @@ async fn warm(
         read,
     } = kept;
     let (list_count, report_count) = (lists.len(), reports.len());
-    let (serving, persisted) = (store.clone(), disk.clone());
+    let (serving, persisted) = (latest.clone(), disk.clone());
     let _ = exporter_web::task::spawn_blocking(move || {
         serving.restore(lists, reports);
         serving.persist_to(persisted);

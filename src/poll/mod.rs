@@ -2,7 +2,7 @@
 //!
 //! Every `poll.interval` the loop fetches ip-list, domain-list and system-check concurrently (and
 //! `user` at start, then hourly). Each list that arrives is converted and swapped into the
-//! [`Store`] at once, so a slow or failing endpoint never holds back the others. A list that fails
+//! [`Latest`] at once, so a slow or failing endpoint never holds back the others. A list that fails
 //! leaves its last good assets in place until they are older than `metrics.max_age`; then they
 //! are dropped (the loop wakes for that too). A cycle is never started while the previous one
 //! runs.
@@ -15,9 +15,9 @@ use tracing::{debug, error, info, warn};
 
 use crate::disk::Disk;
 use crate::health::Health;
+use crate::latest::Latest;
 use crate::model::DecodedAssets;
 use crate::snapshot::ListBuilder;
-use crate::store::Store;
 use crate::telemetry::Telemetry;
 use crate::upstream::dto::{self, DecodeError, SystemStatus, User};
 use crate::upstream::{Client, FetchError};
@@ -45,7 +45,7 @@ pub struct Polled {
     /// What the polls find out about its API; the log lines read its streaks.
     pub health: Arc<Health>,
     /// Where the polls' results are served from.
-    pub store: Arc<Store>,
+    pub latest: Arc<Latest>,
     /// With asset reports on: the assets whose reports a list poll finds behind, for the
     /// report poller to fetch at once.
     pub follow: Option<Arc<FollowUps>>,
@@ -53,7 +53,7 @@ pub struct Polled {
     pub disk: Option<Arc<Disk>>,
 }
 
-/// Polls the API on schedule and feeds the [`Store`].
+/// Polls the API on schedule and feeds the [`Latest`].
 #[derive(Debug, Clone)]
 pub struct Poller {
     account: Polled,
@@ -118,12 +118,16 @@ impl Poller {
     /// Waits until `due`, dropping what passes `metrics.max_age` meanwhile.
     async fn serve_until(&self, due: Instant) {
         loop {
-            let wake = self.account.store.next_expiry().map_or(due, |e| e.min(due));
+            let wake = self
+                .account
+                .latest
+                .next_expiry()
+                .map_or(due, |e| e.min(due));
             tokio::time::sleep_until(wake).await;
             // Rebuilding the snapshot walks every asset: off the async workers.
-            let store = self.account.store.clone();
+            let latest = self.account.latest.clone();
             let now = Instant::now();
-            let _ = exporter_web::task::spawn_blocking(move || store.expire(now)).await;
+            let _ = exporter_web::task::spawn_blocking(move || latest.expire(now)).await;
             if Instant::now() >= due {
                 return;
             }
@@ -156,7 +160,7 @@ impl Poller {
             user
         );
         self.account.health.set_poll_duration(started.elapsed());
-        self.account.store.cycle_ended();
+        self.account.latest.cycle_ended();
         Outcome {
             all: ips && domains && system && user,
             user,
@@ -269,9 +273,9 @@ impl Poller {
         let on_retry = |error: &FetchError, delay| self.retrying(endpoint, error, delay);
         // Each asset is checked against its report as it is decoded (reports follow the list).
         let follow = self.account.follow.as_ref().filter(|f| f.armed());
-        let reports = follow.map(|_| self.account.store.reports());
+        let reports = follow.map(|_| self.account.latest.reports());
         let sink = || {
-            let builder = ListBuilder::new(kind, self.account.store.shards());
+            let builder = ListBuilder::new(kind, self.account.latest.shards());
             match (follow, &reports) {
                 (Some(follow), Some(reports)) => follow.check(builder, reports.clone()),
                 _ => Following::unchecked(builder),
@@ -314,7 +318,7 @@ impl Poller {
             .telemetry
             .unrecognized(log_rejected(endpoint, &rejected));
         let unrecognized = more;
-        let previous = self.account.store.current().count(kind);
+        let previous = self.account.latest.current().count(kind);
         if usable == 0 && previous > 0 {
             warn!(
                 endpoint = endpoint.label(),
@@ -325,9 +329,9 @@ impl Poller {
         }
 
         let (builder, behind) = set.finish();
-        let store = self.account.store.clone();
+        let latest = self.account.latest.clone();
         let replaced = exporter_web::task::spawn_blocking(move || {
-            store.replace(kind, builder.finish(), fetched)
+            latest.replace(kind, builder.finish(), fetched)
         })
         .await;
         match replaced {

@@ -192,8 +192,8 @@ impl ReportPoller {
                 }
             }
             First::Burst => {
-                let mut snapshots = self.account.store.subscribe();
-                self.account.store.first_cycle().await;
+                let mut snapshots = self.account.latest.subscribe();
+                self.account.latest.first_cycle().await;
                 if snapshots.wait_for(|s| s.ready).await.is_err() {
                     return;
                 }
@@ -247,8 +247,8 @@ impl ReportPoller {
     /// it was fetched, as the state store kept it and as this process fetched it since), not
     /// before `floor`; so that a restart costs the API what was due anyway.
     async fn due_round(&self, floor: Instant) {
-        let snapshot = self.account.store.current();
-        let reports = self.account.store.reports();
+        let snapshot = self.account.latest.current();
+        let reports = self.account.latest.reports();
         let fetched: std::collections::HashMap<(Kind, &str), Instant> = reports
             .fetched()
             .map(|(kind, name, at)| ((kind, name), at))
@@ -267,15 +267,15 @@ impl ReportPoller {
         let listed = snapshot.ready;
         drop(snapshot);
         if listed {
-            // What the store kept of assets no longer selected (another shard, include or
+            // What the state store kept of assets no longer selected (another shard, include or
             // exclude since) is not served: the round will never refresh it.
             let selected: HashSet<(Kind, String)> = targets
                 .iter()
                 .map(|(kind, name, _)| (*kind, name.clone()))
                 .collect();
-            let store = self.account.store.clone();
+            let latest = self.account.latest.clone();
             let _ = exporter_web::task::spawn_blocking(move || {
-                store.retain_reports(|kind, name| selected.contains(&(kind, name.to_owned())));
+                latest.retain_reports(|kind, name| selected.contains(&(kind, name.to_owned())));
             })
             .await;
         }
@@ -311,7 +311,7 @@ impl ReportPoller {
     /// One round: every selected asset once, spread evenly from `started` to `due` when
     /// `spread`; true when no report failed (a 404 is no failure).
     async fn round(&self, started: Instant, due: Instant, spread: bool) -> bool {
-        let snapshot = self.account.store.current();
+        let snapshot = self.account.latest.current();
         let targets: Vec<(Kind, String)> = snapshot
             .names()
             .filter(|(_, name)| self.selection.selects(name))
@@ -320,9 +320,9 @@ impl ReportPoller {
         drop(snapshot);
         let selected: HashSet<(Kind, String)> = targets.iter().cloned().collect();
         // Rebuilding the snapshot walks every asset: off the async workers.
-        let store = self.account.store.clone();
+        let latest = self.account.latest.clone();
         let _ = exporter_web::task::spawn_blocking(move || {
-            store.retain_reports(|kind, name| selected.contains(&(kind, name.to_owned())));
+            latest.retain_reports(|kind, name| selected.contains(&(kind, name.to_owned())));
         })
         .await;
         let assets = targets.len();
@@ -435,14 +435,14 @@ impl ReportPoller {
         tally
     }
 
-    /// Hands a batch of reports to the store, which rebuilds the snapshot on a blocking thread
+    /// Hands a batch of reports to the latest data, which rebuilds the snapshot on a blocking thread
     /// while the round goes on; the task ends with how long the rebuild took.
     fn publish(&self, batch: Vec<(Kind, String, Option<Report>)>) -> JoinHandle<Duration> {
-        let store = self.account.store.clone();
+        let latest = self.account.latest.clone();
         let fetched = Instant::now();
         exporter_web::task::spawn_blocking(move || {
             let rebuilding = std::time::Instant::now();
-            store.apply_reports(batch, fetched);
+            latest.apply_reports(batch, fetched);
             rebuilding.elapsed()
         })
     }

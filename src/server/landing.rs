@@ -8,7 +8,7 @@ use axum::extract::{Query, State};
 use axum::http::{HeaderMap, header};
 use axum::response::{Html, IntoResponse as _, Response};
 
-use super::AppState;
+use super::Shared;
 use crate::accounts::{Account, Accounts};
 use crate::health::unix_now;
 use crate::snapshot::{LOW_SCORE, Snapshot, WORST_KEPT};
@@ -38,7 +38,7 @@ pub(super) struct Landing {
 }
 
 pub(super) async fn landing(
-    State(state): State<AppState>,
+    State(state): State<Shared>,
     Query(landing): Query<Landing>,
     headers: HeaderMap,
 ) -> Response {
@@ -79,7 +79,7 @@ fn head() -> String {
 /// the names of the accounts served through `/probe`, none for the one of `/metrics`. Every
 /// target carries `account`, which the shipped alerts read (a second replica is one more
 /// address in the same list).
-fn next_steps(state: &AppState, host: Option<&str>, accounts: &[&str]) -> String {
+fn next_steps(state: &Shared, host: Option<&str>, accounts: &[&str]) -> String {
     let target = escape(host.unwrap_or("reputation-exporter:9525"));
     let path = escape(&state.telemetry_path);
     let scrape = if accounts.is_empty() {
@@ -116,7 +116,7 @@ fn next_steps(state: &AppState, host: Option<&str>, accounts: &[&str]) -> String
 }
 
 /// When the running configuration was applied, and how to reload it.
-fn configuration(state: &AppState) -> String {
+fn configuration(state: &Shared) -> String {
     let (applied, at) = state.process.config_state();
     let since = format!("applied {} ago", spoken(unix_now() - at));
     let refused = if applied {
@@ -176,8 +176,8 @@ fn no_data(account: &Account) -> String {
 }
 
 /// One account's page: what the single-account exporter shows at `/`, and `/?account=NAME`.
-fn account_page(state: &AppState, account: &Account, host: Option<&str>) -> String {
-    let snapshot = account.store.current();
+fn account_page(state: &Shared, account: &Account, host: Option<&str>) -> String {
+    let snapshot = account.latest.current();
     let mut page = head();
     let version = env!("CARGO_PKG_VERSION");
     let path = escape(&state.telemetry_path);
@@ -333,7 +333,7 @@ fn assets_table(page: &mut String, snapshot: &Snapshot, path: &str) {
 
 /// The page of an exporter with several accounts: each account's health, its assets in
 /// trouble, when it is polled next, and the links to its page and its probe.
-fn accounts_page(state: &AppState, accounts: &Accounts, host: Option<&str>) -> String {
+fn accounts_page(state: &Shared, accounts: &Accounts, host: Option<&str>) -> String {
     let mut page = head();
     let version = env!("CARGO_PKG_VERSION");
     let path = escape(&state.telemetry_path);
@@ -357,7 +357,7 @@ fn accounts_page(state: &AppState, accounts: &Accounts, host: Option<&str>) -> S
     );
     for account in accounts.iter() {
         let name = escape(account.name.as_deref().unwrap_or_default());
-        let snapshot = account.store.current();
+        let snapshot = account.latest.current();
         let failing: Vec<String> = account
             .failing()
             .iter()

@@ -10,7 +10,7 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 
-use super::AppState;
+use super::Shared;
 use super::body::Chunks;
 use crate::exposition::piece::Piece;
 use crate::exposition::{Format, gzip};
@@ -59,14 +59,14 @@ fn slice(shard: Option<&str>, snapshot: &Snapshot) -> Result<Option<usize>, Box<
 /// of one slice with `?shard=I`); with several, the process metrics only (each account is on
 /// `/probe?target=NAME`).
 pub(super) async fn metrics(
-    State(state): State<AppState>,
+    State(state): State<Shared>,
     Query(query): Query<Slice>,
     headers: HeaderMap,
 ) -> Response {
     let (format, gzip) = negotiate(&headers);
     match state.accounts().single() {
         Some(one) => {
-            let snapshot = one.store.current();
+            let snapshot = one.latest.current();
             let shard = match slice(query.shard.as_deref(), &snapshot) {
                 Ok(shard) => shard,
                 Err(answer) => return *answer,
@@ -95,7 +95,7 @@ pub(super) struct Probe {
 /// `/probe?target=NAME`: one account's per-asset and API metrics, named and labelled exactly
 /// as the single-account `/metrics`; 400 with a reason for a missing or unknown target.
 pub(super) async fn probe(
-    State(state): State<AppState>,
+    State(state): State<Shared>,
     Query(probe): Query<Probe>,
     headers: HeaderMap,
 ) -> Response {
@@ -118,7 +118,7 @@ pub(super) async fn probe(
         Err(answer) => return answer.into_response(),
     };
     let (format, gzip) = negotiate(&headers);
-    let snapshot = account.store.current();
+    let snapshot = account.latest.current();
     let shard = match slice(probe.shard.as_deref(), &snapshot) {
         Ok(shard) => shard,
         Err(answer) => return *answer,

@@ -27,9 +27,10 @@ pub use exporter_web::{Passed, SocketError, Sockets, max_connections, raise_open
 /// Longest time a request may take; keeps shutdown from hanging on a stuck client.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// What the handlers read.
+/// What every handler shares: the accounts, the process metrics, the web settings. (The data
+/// is each account's `latest`; the state store is `disk`.)
 #[derive(Debug, Clone)]
-pub struct AppState {
+pub struct Shared {
     /// Every account polled, swapped whole by a reload: one without a name (served on
     /// `/metrics`), or several by name (served on `/probe?target=NAME`).
     pub accounts: watch::Receiver<Arc<Accounts>>,
@@ -81,7 +82,7 @@ impl ReloadRequest {
     }
 }
 
-impl AppState {
+impl Shared {
     /// The accounts served now.
     pub fn accounts(&self) -> Arc<Accounts> {
         self.accounts.borrow().clone()
@@ -142,7 +143,7 @@ fn account_named<'a>(
 
 /// The router, separate from any socket so tests can drive it directly. Requests log to the
 /// subscriber that was current when the router was built.
-pub fn router(state: AppState) -> Router {
+pub fn router(state: Shared) -> Router {
     let dispatch = tracing::dispatcher::get_default(Clone::clone);
     Router::new()
         .route("/", get(landing::landing))
@@ -166,7 +167,7 @@ pub fn router(state: AppState) -> Router {
 /// for the default), behind the web configuration (TLS, basic auth, headers, rate limit).
 pub async fn serve(
     sockets: Sockets,
-    state: AppState,
+    state: Shared,
     shutdown: impl Future<Output = ()> + Send + 'static,
     max_connections: usize,
 ) -> std::io::Result<()> {
@@ -178,8 +179,8 @@ async fn healthy() -> &'static str {
     "Healthy.\n"
 }
 
-/// `GET /-/ready`: 200 when [`AppState::readiness`] says ready, 503 with why before.
-async fn ready(State(state): State<AppState>) -> (StatusCode, String) {
+/// `GET /-/ready`: 200 when [`Shared::readiness`] says ready, 503 with why before.
+async fn ready(State(state): State<Shared>) -> (StatusCode, String) {
     let readiness = state.readiness(&state.accounts());
     let status = if readiness.is_ready() {
         StatusCode::OK
@@ -199,7 +200,7 @@ fn upper_first(words: &str) -> String {
 
 /// `POST /-/reload`: reads the configuration again, as SIGHUP does; 200 with what changed, or
 /// 400 with every reason the new configuration was refused (the running one stays).
-async fn reload(State(state): State<AppState>) -> (StatusCode, String) {
+async fn reload(State(state): State<Shared>) -> (StatusCode, String) {
     let (request, outcome) = ReloadRequest::new();
     if state.reload.send(request).await.is_err() {
         return (

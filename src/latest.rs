@@ -19,7 +19,7 @@ use crate::vocabulary::Kind;
 
 /// The latest good data of each list and the snapshot built from it.
 #[derive(Debug)]
-pub struct Store {
+pub struct Latest {
     /// A std mutex held while a snapshot is built (CPU work, run off the async threads), so
     /// that two lists arriving together publish in order and neither update is lost.
     parts: Mutex<Parts>,
@@ -52,13 +52,13 @@ struct Part {
     fetched: Instant,
 }
 
-impl Store {
-    /// An empty store whose lists expire after `max_age` and reports after `report_max_age`,
+impl Latest {
+    /// Empty latest data, whose lists expire after `max_age` and reports after `report_max_age`,
     /// rendered in `shards` slices; its snapshots can be watched from the start.
-    pub fn new(max_age: Duration, report_max_age: Duration, shards: usize) -> Arc<Store> {
+    pub fn new(max_age: Duration, report_max_age: Duration, shards: usize) -> Arc<Latest> {
         let empty = Snapshot::build(None, None, None, false, shards);
         let (snapshots, _) = watch::channel(Arc::new(empty));
-        Arc::new(Store {
+        Arc::new(Latest {
             parts: Mutex::new(Parts {
                 max_age,
                 report_max_age,
@@ -77,7 +77,7 @@ impl Store {
     }
 
     /// Serves what the state store kept: the lists, each rendered and fetched at its instant,
-    /// and the reports with theirs; published once, ready. The store is new: it holds no
+    /// and the reports with theirs; published once, ready. It is new: it holds no
     /// report of its own yet.
     pub fn restore(&self, lists: Vec<(ListPart, Instant)>, reports: Reports) {
         let mut guard = self.parts();
@@ -96,7 +96,7 @@ impl Store {
         }
         debug_assert!(
             parts.reports.is_empty(),
-            "restored into a store with reports"
+            "restored into latest data with reports"
         );
         parts.reports = Arc::new(reports);
         self.publish(parts);
@@ -138,7 +138,7 @@ impl Store {
         self.shards
     }
 
-    /// Replaces one list, rendered in [`Store::shards`] slices, and publishes the new
+    /// Replaces one list, rendered in [`Latest::shards`] slices, and publishes the new
     /// snapshot; the other list's samples are shared with the snapshot served until now.
     pub fn replace(&self, kind: Kind, list: ListPart, fetched: Instant) {
         assert_eq!(list.kind, kind, "a list replaces the list of its own kind");
@@ -314,7 +314,7 @@ mod tests {
 
     #[test]
     fn a_list_older_than_max_age_is_dropped_and_the_other_kept() {
-        let store = Store::new(Duration::from_secs(60), Duration::from_secs(60), 1);
+        let latest = Latest::new(Duration::from_secs(60), Duration::from_secs(60), 1);
         let start = Instant::now();
         let set = |name: &str, kind| {
             let assets = vec![Asset::from_item(
@@ -328,17 +328,17 @@ mod tests {
             )];
             ListPart::new(kind, AssetSet { assets })
         };
-        store.replace(Kind::Ip, set("192.0.2.1", Kind::Ip), start);
-        store.replace(
+        latest.replace(Kind::Ip, set("192.0.2.1", Kind::Ip), start);
+        latest.replace(
             Kind::Domain,
             set("example.com", Kind::Domain),
             start + Duration::from_secs(30),
         );
-        assert_eq!(store.next_expiry(), Some(start + Duration::from_secs(60)));
-        store.expire(start + Duration::from_secs(59));
-        assert_eq!(store.current().count(Kind::Ip), 1);
-        store.expire(start + Duration::from_secs(60));
-        let snapshot = store.current();
+        assert_eq!(latest.next_expiry(), Some(start + Duration::from_secs(60)));
+        latest.expire(start + Duration::from_secs(59));
+        assert_eq!(latest.current().count(Kind::Ip), 1);
+        latest.expire(start + Duration::from_secs(60));
+        let snapshot = latest.current();
         assert_eq!(snapshot.count(Kind::Ip), 0);
         assert_eq!(snapshot.count(Kind::Domain), 1);
         assert!(snapshot.ready, "readiness survives expiry");
@@ -346,22 +346,22 @@ mod tests {
         assert!(!text.contains("192.0.2.1"));
         assert!(text.contains("asset=\"example.com\""));
         // A reload's new max_age counts from when each list was fetched.
-        store.set_max_ages(Duration::from_secs(40), Duration::from_secs(40));
-        assert_eq!(store.next_expiry(), Some(start + Duration::from_secs(70)));
-        store.expire(start + Duration::from_secs(70));
-        assert_eq!(store.current().count(Kind::Domain), 0);
+        latest.set_max_ages(Duration::from_secs(40), Duration::from_secs(40));
+        assert_eq!(latest.next_expiry(), Some(start + Duration::from_secs(70)));
+        latest.expire(start + Duration::from_secs(70));
+        assert_eq!(latest.current().count(Kind::Domain), 0);
     }
 
     #[tokio::test]
     async fn the_first_cycle_completes_only_once_a_poll_cycle_has_ended() {
-        let store = Store::new(Duration::from_secs(60), Duration::from_secs(60), 1);
+        let latest = Latest::new(Duration::from_secs(60), Duration::from_secs(60), 1);
         let waiting = tokio::spawn({
-            let store = store.clone();
-            async move { store.first_cycle().await }
+            let latest = latest.clone();
+            async move { latest.first_cycle().await }
         });
         tokio::task::yield_now().await;
         assert!(!waiting.is_finished(), "done before any cycle ended");
-        store.cycle_ended();
+        latest.cycle_ended();
         tokio::time::timeout(Duration::from_secs(5), waiting)
             .await
             .expect("done after a cycle ended")
@@ -370,7 +370,7 @@ mod tests {
 
     #[test]
     fn reports_expire_and_vanish_with_their_asset() {
-        let store = Store::new(Duration::from_secs(60), Duration::from_secs(60), 1);
+        let latest = Latest::new(Duration::from_secs(60), Duration::from_secs(60), 1);
         let start = Instant::now();
         let asset = Asset::from_item(
             Kind::Ip,
@@ -381,7 +381,7 @@ mod tests {
             64,
             &mut Vec::new(),
         );
-        store.replace(
+        latest.replace(
             Kind::Ip,
             ListPart::new(
                 Kind::Ip,
@@ -395,14 +395,14 @@ mod tests {
             tags: vec!["team-a".into()],
             ..Report::default()
         };
-        store.apply_reports(
+        latest.apply_reports(
             vec![
                 (Kind::Ip, "192.0.2.1".into(), Some(report.clone())),
                 (Kind::Ip, "192.0.2.99".into(), Some(report)),
             ],
             start + Duration::from_secs(30),
         );
-        let text = String::from_utf8(store.current().rendered.to_vec(Format::Text)).unwrap();
+        let text = String::from_utf8(latest.current().rendered.to_vec(Format::Text)).unwrap();
         assert!(
             text.contains(
                 r#"reputation_asset_tag_info{kind="ip",asset="192.0.2.1",tag="team-a"} 1"#
@@ -413,14 +413,14 @@ mod tests {
             "a report without its asset is not served"
         );
 
-        store.retain_reports(|_, name| name != "192.0.2.99");
-        assert_eq!(store.current().reports.as_ref().unwrap().len(), 1);
-        store.replace(
+        latest.retain_reports(|_, name| name != "192.0.2.99");
+        assert_eq!(latest.current().reports.as_ref().unwrap().len(), 1);
+        latest.replace(
             Kind::Ip,
             ListPart::new(Kind::Ip, AssetSet { assets: Vec::new() }),
             start + Duration::from_secs(80),
         );
-        store.expire(start + Duration::from_secs(90));
-        assert!(store.current().reports.is_none());
+        latest.expire(start + Duration::from_secs(90));
+        assert!(latest.current().reports.is_none());
     }
 }
