@@ -354,7 +354,7 @@ impl fmt::Debug for Secret {
 }
 
 /// FNV-1a, 64 bits: stable across platforms and releases, so that replicas agree on the
-/// split of `asset_reports.shard` and scrapers on the slices of `metrics.shards`.
+/// split of `asset_reports.replica` and scrapers on the slices of `metrics.shards`.
 pub fn fnv1a(bytes: &[u8]) -> u64 {
     fnv1a_more(0xcbf2_9ce4_8422_2325, bytes)
 }

@@ -254,7 +254,7 @@ impl AccountConfig {
             ),
             (
                 *enabled && *selection != new.reports.selection,
-                "asset_reports.include/exclude/shard",
+                "asset_reports.include/exclude/replica",
             ),
             (
                 *enabled && *timezone != new.reports.timezone,

@@ -10,7 +10,7 @@ use serde::Deserialize;
 
 use super::parse;
 use crate::logging::LogFormat;
-use crate::poll::selection::Shard;
+use crate::poll::selection::Replica;
 use crate::vocabulary::Secret;
 
 /// The configuration as written: every layer deserializes into this tree.
@@ -118,9 +118,10 @@ pub struct AssetReportSettings {
     /// No asset whose name matches this regular expression.
     #[serde(deserialize_with = "parse::regex")]
     pub exclude: Option<regex::Regex>,
-    /// `N/M`: this replica fetches the assets whose name hashes to N-1 modulo M.
-    #[serde(deserialize_with = "parse::from_str")]
-    pub shard: Shard,
+    /// `N/M`: this is replica N of M, and fetches the reports of the assets whose name hashes
+    /// to N-1 modulo M. Formerly `asset_reports.shard`, a name still read.
+    #[serde(alias = "shard", deserialize_with = "parse::from_str")]
+    pub replica: Replica,
     /// IANA zone in which the API writes history dates.
     #[serde(deserialize_with = "parse::timezone")]
     pub timezone: jiff::tz::TimeZone,
@@ -231,7 +232,7 @@ impl Default for AssetReportSettings {
             concurrency: 4,
             include: None,
             exclude: None,
-            shard: Shard { index: 1, count: 1 },
+            replica: Replica { index: 1, count: 1 },
             timezone: jiff::tz::TimeZone::UTC,
         }
     }

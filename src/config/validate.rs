@@ -66,7 +66,7 @@ impl Settings {
                 enabled: reports.enabled,
                 interval: reports.interval,
                 concurrency: reports.concurrency,
-                selection: Selection::new(reports.include, reports.exclude, reports.shard),
+                selection: Selection::new(reports.include, reports.exclude, reports.replica),
                 timezone: reports.timezone,
             },
         };

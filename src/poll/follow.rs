@@ -186,11 +186,11 @@ impl<S: AssetSink> AssetSink for Following<S> {
 mod tests {
     use super::*;
     use crate::model::Report;
-    use crate::poll::selection::Shard;
+    use crate::poll::selection::Replica;
     use crate::upstream::dto::{ListItem, Loose, NamedItem};
 
     fn all() -> Selection {
-        Selection::new(None, None, Shard { index: 1, count: 1 })
+        Selection::new(None, None, Replica { index: 1, count: 1 })
     }
 
     fn listed(count: f64, change: f64) -> Blacklisting {
@@ -272,8 +272,8 @@ mod tests {
 
     #[test]
     fn assets_of_another_replica_are_never_followed() {
-        let mine = Selection::new(None, None, Shard { index: 1, count: 2 });
-        let theirs = Selection::new(None, None, Shard { index: 2, count: 2 });
+        let mine = Selection::new(None, None, Replica { index: 1, count: 2 });
+        let theirs = Selection::new(None, None, Replica { index: 2, count: 2 });
         let assets = || (0..40).map(|i| asset(&format!("10.0.0.{i}"), 1.0, 1.0));
         let a = behind(mine, &[], assets().collect());
         let b = behind(theirs, &[], assets().collect());

@@ -1,36 +1,38 @@
 //! Which assets this replica fetches reports for: `asset_reports.include`, `exclude` and
-//! `shard`.
+//! `replica` (its share of the reports; not to be mixed up with `metrics.shards`, which splits
+//! the series a scrape serves).
 
 use std::str::FromStr;
 
 use crate::vocabulary::fnv1a;
 
-/// `N/M`: the assets whose name hashes to `N-1` modulo `M` (1-based, as people count replicas).
+/// `asset_reports.replica = "N/M"`: this is replica N of M, and fetches the reports of the
+/// assets whose name hashes to `N-1` modulo `M` (1-based, as people count replicas).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Shard {
+pub struct Replica {
     /// N, from 1 to `count`.
     pub index: u64,
     /// M, at least 1.
     pub count: u64,
 }
 
-/// A written `asset_reports.shard` that is not `N/M` with 1 <= N <= M.
+/// A written `asset_reports.replica` that is not `N/M` with 1 <= N <= M.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("`{0}` is not of the form N/M with 1 <= N <= M, e.g. 2/3")]
-pub struct ShardError(String);
+pub struct ReplicaError(String);
 
-impl FromStr for Shard {
-    type Err = ShardError;
+impl FromStr for Replica {
+    type Err = ReplicaError;
 
     fn from_str(text: &str) -> Result<Self, Self::Err> {
-        let wrong = || ShardError(text.to_owned());
+        let wrong = || ReplicaError(text.to_owned());
         let (index, count) = text.trim().split_once('/').ok_or_else(wrong)?;
         let index: u64 = index.trim().parse().map_err(|_| wrong())?;
         let count: u64 = count.trim().parse().map_err(|_| wrong())?;
         if count == 0 || index == 0 || index > count {
             return Err(wrong());
         }
-        Ok(Shard { index, count })
+        Ok(Replica { index, count })
     }
 }
 
@@ -39,7 +41,7 @@ impl FromStr for Shard {
 pub struct Selection {
     include: Option<regex::Regex>,
     exclude: Option<regex::Regex>,
-    shard: Shard,
+    replica: Replica,
 }
 
 /// Two selections are the same when their patterns are written the same.
@@ -48,18 +50,22 @@ impl PartialEq for Selection {
         let pattern = |r: &Option<regex::Regex>| r.as_ref().map(|r| r.as_str().to_owned());
         pattern(&self.include) == pattern(&other.include)
             && pattern(&self.exclude) == pattern(&other.exclude)
-            && self.shard == other.shard
+            && self.replica == other.replica
     }
 }
 
 impl Selection {
-    /// The assets whose name matches `include` (all when `None`), not `exclude`, and falls in
-    /// `shard`.
-    pub fn new(include: Option<regex::Regex>, exclude: Option<regex::Regex>, shard: Shard) -> Self {
+    /// The assets whose name matches `include` (all when `None`), not `exclude`, and falls to
+    /// `replica`.
+    pub fn new(
+        include: Option<regex::Regex>,
+        exclude: Option<regex::Regex>,
+        replica: Replica,
+    ) -> Self {
         Selection {
             include,
             exclude,
-            shard,
+            replica,
         }
     }
 
@@ -67,7 +73,7 @@ impl Selection {
     pub fn selects(&self, name: &str) -> bool {
         self.include.as_ref().is_none_or(|r| r.is_match(name))
             && !self.exclude.as_ref().is_some_and(|r| r.is_match(name))
-            && fnv1a(name.as_bytes()) % self.shard.count == self.shard.index - 1
+            && fnv1a(name.as_bytes()) % self.replica.count == self.replica.index - 1
     }
 }
 
@@ -75,11 +81,11 @@ impl Selection {
 mod tests {
     use super::*;
 
-    fn selection(include: Option<&str>, exclude: Option<&str>, shard: Shard) -> Selection {
+    fn selection(include: Option<&str>, exclude: Option<&str>, replica: Replica) -> Selection {
         Selection {
             include: include.map(|r| regex::Regex::new(r).unwrap()),
             exclude: exclude.map(|r| regex::Regex::new(r).unwrap()),
-            shard,
+            replica,
         }
     }
 
@@ -88,7 +94,7 @@ mod tests {
         let s = selection(
             Some(r"^192\.0\.2\."),
             Some(r"\.13$"),
-            Shard { index: 1, count: 1 },
+            Replica { index: 1, count: 1 },
         );
         assert!(s.selects("192.0.2.1"));
         assert!(!s.selects("192.0.2.13"));
@@ -96,14 +102,14 @@ mod tests {
     }
 
     #[test]
-    fn three_shards_cover_every_asset_exactly_once() {
-        let shards: Vec<Selection> = (1..=3)
-            .map(|index| selection(None, None, Shard { index, count: 3 }))
+    fn three_replicas_cover_every_asset_exactly_once() {
+        let replicas: Vec<Selection> = (1..=3)
+            .map(|index| selection(None, None, Replica { index, count: 3 }))
             .collect();
         let mut sizes = [0; 3];
         for i in 0..3000 {
             let name = format!("192.0.{}.{}", i / 256, i % 256);
-            let owners: Vec<usize> = (0..3).filter(|s| shards[*s].selects(&name)).collect();
+            let owners: Vec<usize> = (0..3).filter(|s| replicas[*s].selects(&name)).collect();
             assert_eq!(owners.len(), 1, "{name}");
             sizes[owners[0]] += 1;
         }

@@ -216,7 +216,7 @@ async fn three_shards_fetch_every_asset_exactly_once() {
                 .env("REPUTATION_EXPORTER_API__BASE_URL", base_url)
                 .env("REPUTATION_EXPORTER_API__TOKEN", DEMO_TOKEN)
                 .env("REPUTATION_EXPORTER_ASSET_REPORTS__ENABLED", "true")
-                .env("REPUTATION_EXPORTER_ASSET_REPORTS__SHARD", shard)
+                .env("REPUTATION_EXPORTER_ASSET_REPORTS__REPLICA", shard)
                 .output()
                 .unwrap()
         })

@@ -318,7 +318,7 @@ async fn a_restart_into_another_shard_serves_only_the_stored_reports_it_selects(
     let keep = state.keep();
     let second = PausedApp::start(api.clone(), "5m", "1h", move |s| {
         keep(s);
-        s.asset_reports.shard = "1/2".parse().unwrap();
+        s.asset_reports.replica = "1/2".parse().unwrap();
     })
     .await;
     until(start, 2).await;

@@ -23,7 +23,7 @@
 # 6. An API outage past metrics.max_age pages once (ReputationDataStale): the listing paging
 #    before it stays firing in Prometheus (the pages' recording rules hold it), though its series
 #    go and come back; nothing is resolved or paged again.
-# 7. Reports split over the replicas (asset_reports.shard 1/2 and 2/2): a new listing pages
+# 7. Reports split over the replicas (asset_reports.replica 1/2 and 2/2): a new listing pages
 #    once, its delisting resolves once.
 # 8. One exporter: a new listing pages within a poll plus a minute naming the blacklist.
 # 9. That exporter restarted mid-listing, warm from its state store (each replica has its own),
@@ -92,10 +92,10 @@ HTTPServer(("127.0.0.1", port), Handler).serve_forever()
 PY
 pids+=($!)
 
-# The two replicas: one configuration (asset_reports.shard aside, in step 6).
+# The two replicas: one configuration (asset_reports.replica aside, in step 6).
 replica_ports=("$(free_port)" "$(free_port)")
 replica_pids=("" "")
-# start_replica N [SHARD]: replica N (1 or 2) with asset_reports.shard = SHARD (1/1 by default).
+# start_replica N [SHARD]: replica N (1 or 2) with asset_reports.replica = SHARD (1/1 by default).
 start_replica() {
     local n=$1 shard=${2:-1/1}
     REPUTATION_EXPORTER_API__BASE_URL="http://127.0.0.1:$api_port" \
@@ -105,7 +105,7 @@ start_replica() {
     REPUTATION_EXPORTER_ASSET_REPORTS__ENABLED=true \
     REPUTATION_EXPORTER_ASSET_REPORTS__INTERVAL=1h \
     REPUTATION_EXPORTER_ASSET_REPORTS__CONCURRENCY=16 \
-    REPUTATION_EXPORTER_ASSET_REPORTS__SHARD="$shard" \
+    REPUTATION_EXPORTER_ASSET_REPORTS__REPLICA="$shard" \
     REPUTATION_EXPORTER_BACKOFF__INITIAL_DELAY=100ms \
     REPUTATION_EXPORTER_BACKOFF__MAX_DELAY=500ms \
     REPUTATION_EXPORTER_STATE__PATH="$work/state-$n" \

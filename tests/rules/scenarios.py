@@ -55,7 +55,7 @@ class Replica:
         self.instance = instance
         self.offset = offset
         self.down = list(down)
-        # Whether this replica reports on an asset (asset_reports.shard, include/exclude).
+        # Whether this replica reports on an asset (asset_reports.replica, include/exclude).
         self.reports = reports
         # Minutes between a list poll and the report it makes the exporter fetch (reports
         # follow the list).
@@ -507,7 +507,7 @@ says it ended (four minutes after the first) plus keep_firing_for.""",
 
     t = Timeline(
         "reports split",
-        """Two replicas, reports split (asset_reports.shard 1/2 and 2/2): replica 1 reports on
+        """Two replicas, reports split (asset_reports.replica 1/2 and 2/2): replica 1 reports on
 192.0.2.2 and 192.0.2.4, replica 2 (polling four minutes later) on 192.0.2.3; no replica
 reports on 192.0.2.6 (excluded). The API checks hourly. 192.0.2.2 listed at 600: one page
 through a restart of the replica that reports on it (700-701). 192.0.2.3 listed at 900:

@@ -390,7 +390,8 @@ fn the_known_keys_are_the_settings_tree_and_the_example_documents_each() {
             }
         }
     }
-    assert_eq!(documented, 27, "every key of the tree");
+    // 27 keys, and asset_reports.shard, the former name of asset_reports.replica.
+    assert_eq!(documented, 28, "every key of the tree");
 }
 
 #[test]
@@ -616,9 +617,9 @@ fn a_reload_sorts_each_account_setting_into_rebuilt_or_taken_over() {
             "asset_reports.concurrency",
         ),
         (
-            "REPUTATION_EXPORTER_ASSET_REPORTS__SHARD",
+            "REPUTATION_EXPORTER_ASSET_REPORTS__REPLICA",
             "1/2",
-            "asset_reports.include/exclude/shard",
+            "asset_reports.include/exclude/replica",
         ),
         (
             "REPUTATION_EXPORTER_ASSET_REPORTS__TIMEZONE",
@@ -671,4 +672,19 @@ fn a_reload_names_each_process_setting_that_waits_for_a_restart() {
             "{var} leaves the account as it is"
         );
     }
+}
+
+#[test]
+fn asset_reports_replica_is_still_read_under_its_former_name_shard() {
+    let new = reloaded("REPUTATION_EXPORTER_ASSET_REPORTS__REPLICA", "2/3");
+    let old = reloaded("REPUTATION_EXPORTER_ASSET_REPORTS__SHARD", "2/3");
+    let default = load(&Cli::default(), RUNNING).unwrap();
+    assert_eq!(old.accounts[0].reports, new.accounts[0].reports);
+    assert_ne!(old.accounts[0].reports, default.accounts[0].reports);
+    let file = TomlFile::new(
+        "former",
+        "[asset_reports]\nenabled = true\nshard = \"2/3\"\n",
+    );
+    let from_file = Config::load_with(&file.cli(), env(REMOTE)).unwrap();
+    assert_eq!(from_file.accounts[0].reports, new.accounts[0].reports);
 }
