@@ -10,7 +10,9 @@ mod check;
 pub mod cli;
 mod env;
 mod parse;
+mod reload;
 pub mod settings;
+mod target;
 mod validate;
 
 use std::net::SocketAddr;
@@ -35,6 +37,7 @@ pub use env::ENV_PREFIX;
 use env::RawEnv;
 use exporter_web::WebConfigFile;
 pub use settings::Settings;
+pub use target::{TargetError, resolve};
 
 /// A configuration the exporter refuses: every problem found in one pass, each naming its
 /// file, variable or flag and its key.
@@ -196,79 +199,6 @@ impl AccountConfig {
         self.max_age + round
     }
 
-    /// What a reload to `new` does to this account: `None` when `new` is another account or
-    /// polls other endpoints (another source, token, timeout or body cap, or reports turned on
-    /// or off) or slices its series otherwise (`metrics.shards`), which only a new account can
-    /// apply; otherwise the shared settings (`[poll]`, `[backoff]`, `[metrics]`,
-    /// `[asset_reports]`) that differ, by key, which the running account takes over (none: it
-    /// is kept as it is).
-    ///
-    /// Every field is named here, so a new one does not compile until it is sorted into one
-    /// of the two; what only a restart of the process applies is [`Config::restart_only`].
-    pub fn shared_changes(&self, new: &AccountConfig) -> Option<Vec<&'static str>> {
-        let AccountConfig {
-            name,
-            source,
-            timeout,
-            max_body_bytes,
-            retry,
-            poll_interval,
-            max_age,
-            max_labels,
-            shards,
-            reports,
-        } = self;
-        let ReportSchedule {
-            enabled,
-            interval,
-            concurrency,
-            selection,
-            timezone,
-        } = reports;
-        // Another account, or one that polls or slices otherwise: built anew.
-        let same_account = *name == new.name
-            && *source == new.source
-            && *timeout == new.timeout
-            && *max_body_bytes == new.max_body_bytes
-            && *enabled == new.reports.enabled
-            && *shards == new.shards;
-        if !same_account {
-            return None;
-        }
-        // Taken over by the running account; the report settings only while reports are on.
-        let changes = [
-            (*poll_interval != new.poll_interval, "poll.interval"),
-            (*retry != new.retry, "backoff"),
-            (*max_age != new.max_age, "metrics.max_age"),
-            (
-                *max_labels != new.max_labels,
-                "metrics.max_labels_per_asset",
-            ),
-            (
-                *enabled && *interval != new.reports.interval,
-                "asset_reports.interval",
-            ),
-            (
-                *enabled && *concurrency != new.reports.concurrency,
-                "asset_reports.concurrency",
-            ),
-            (
-                *enabled && *selection != new.reports.selection,
-                "asset_reports.include/exclude/replica",
-            ),
-            (
-                *enabled && *timezone != new.reports.timezone,
-                "asset_reports.timezone",
-            ),
-        ];
-        Some(
-            changes
-                .into_iter()
-                .filter_map(|(changed, key)| changed.then_some(key))
-                .collect(),
-        )
-    }
-
     /// Where it is configured: `api`, or `accounts.NAME`.
     pub fn section(&self) -> String {
         self.name
@@ -330,59 +260,6 @@ impl PartialEq for Source {
     }
 }
 
-/// Why a target names no account (`--target`, `/probe?target=`, `backfill --target`).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum TargetError {
-    /// Several accounts, and no target to choose one.
-    #[error("several accounts are configured: give --target NAME, one of {accounts}")]
-    Missing {
-        /// The accounts' names, comma-separated.
-        accounts: String,
-    },
-    /// A target given where the one account is `[api]`.
-    #[error("--target {0}: the one account is in [api]; leave --target out")]
-    NotNeeded(String),
-    /// A target that is no account's name (shown to 64 characters).
-    #[error("unknown target `{target}`: one of {accounts}")]
-    Unknown {
-        /// The target, shortened.
-        target: String,
-        /// The accounts' names, comma-separated.
-        accounts: String,
-    },
-}
-
-/// The account a target names among `names` (in configuration order; `None` is the one
-/// account of `[api]` or `--demo`); without a target, the one account of a single-account
-/// exporter.
-pub fn resolve(names: &[Option<&str>], target: Option<&str>) -> Result<usize, TargetError> {
-    let accounts = || {
-        names
-            .iter()
-            .flatten()
-            .copied()
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    let single = matches!(names, [None]);
-    match (target, single) {
-        (None, true) => Ok(0),
-        (None, false) => Err(TargetError::Missing {
-            accounts: accounts(),
-        }),
-        (Some(name), true) => Err(TargetError::NotNeeded(name.to_owned())),
-        (Some(name), false) => {
-            names
-                .iter()
-                .position(|n| *n == Some(name))
-                .ok_or_else(|| TargetError::Unknown {
-                    target: name.chars().take(64).collect(),
-                    accounts: accounts(),
-                })
-        }
-    }
-}
-
 /// The exporter's own endpoint.
 #[derive(Debug, Clone)]
 pub struct WebConfig {
@@ -409,50 +286,6 @@ impl Config {
     /// Whether the data comes from `--demo`'s simulated API.
     pub fn demo(&self) -> bool {
         self.accounts.iter().any(|a| a.source == Source::Demo)
-    }
-
-    /// The settings `new` changes that a reload cannot apply to a running process: they wait
-    /// for the next restart. Every process-wide field is named here, so a new one does not
-    /// compile until someone decides; the accounts' own are [`AccountConfig::shared_changes`].
-    pub fn restart_only(&self, new: &Config) -> Vec<&'static str> {
-        let Config {
-            accounts: _,
-            web:
-                WebConfig {
-                    listen_addresses,
-                    systemd_socket,
-                    telemetry_path,
-                    config_file,
-                },
-            log: LogConfig { level, format },
-            state,
-            warnings: _,
-        } = self;
-        let changes = [
-            (
-                *listen_addresses != new.web.listen_addresses,
-                "web.listen_address",
-            ),
-            (
-                *systemd_socket != new.web.systemd_socket,
-                "web.systemd_socket",
-            ),
-            (
-                *telemetry_path != new.web.telemetry_path,
-                "web.telemetry_path",
-            ),
-            // The file's content is watched and reloaded on its own; its path is not.
-            (
-                config_file.path() != new.web.config_file.path(),
-                "web.config_file",
-            ),
-            (*state != new.state, "state"),
-            (*level != new.log.level || *format != new.log.format, "log"),
-        ];
-        changes
-            .into_iter()
-            .filter_map(|(changed, key)| changed.then_some(key))
-            .collect()
     }
 
     /// The configuration of the account a target names: see [`resolve`].

@@ -91,3 +91,31 @@ fn every_module_imports_only_modules_listed_before_it_in_the_map() {
         "imports against the map's order: {wrong:?}"
     );
 }
+
+/// Longest a source file may be outside its tests: past it, a file holds more than one idea.
+const MOST_LINES: usize = 450;
+
+#[test]
+fn no_source_file_is_longer_than_450_lines_outside_its_tests() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = walk(&root.join("src"));
+    for entry in std::fs::read_dir(root.join("crates")).unwrap() {
+        let src = entry.unwrap().path().join("src");
+        if src.is_dir() {
+            files.extend(walk(&src));
+        }
+    }
+    // Unit tests kept in a `tests/` directory of their module are tests too.
+    files.retain(|file| !file.components().any(|c| c.as_os_str() == "tests"));
+    assert!(files.len() > 50, "the sources were found: {files:?}");
+    let mut long: Vec<String> = files
+        .iter()
+        .filter_map(|file| {
+            let text = std::fs::read_to_string(file).unwrap();
+            let lines = text.split("#[cfg(test)]").next().unwrap().lines().count();
+            (lines > MOST_LINES).then(|| format!("{}: {lines}", file.display()))
+        })
+        .collect();
+    long.sort();
+    assert!(long.is_empty(), "over {MOST_LINES} lines: {long:#?}");
+}

@@ -9,22 +9,20 @@
 //! schedule under the new settings, changed ones are rebuilt, removed ones stop. A
 //! configuration that fails validation changes nothing.
 
-use std::io::Write as _;
+mod commands;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use tokio::net::TcpListener;
 use tokio::sync::{Mutex, mpsc, watch};
 use tracing::{error, info, warn};
 
 use crate::accounts::{Account, AccountError, Accounts, Changes, Upstreams};
-use crate::config::cli::SimulateArgs;
 use crate::config::{Config, ConfigError};
-use crate::exposition::Format;
 use crate::server::{self, ReloadError, ReloadRequest, Shared, Sockets};
 use crate::telemetry::ProcessMetrics;
-use crate::vocabulary::parse_duration;
-use reputation_simulate::SimulatedApi;
+
+pub use commands::{BACKFILL_BINARY, BackfillLaunchError, backfill, once, simulate};
 
 /// Why the exporter cannot start or serve.
 #[derive(Debug, thiserror::Error)]
@@ -49,128 +47,6 @@ pub enum AppError {
         /// Why.
         error: std::io::Error,
     },
-}
-
-/// `--once`: polls one account once, with one short round of retries (an unreachable API is
-/// reported within seconds), and writes its exposition to `out`; true when every endpoint
-/// answered, and otherwise logs which did not and why.
-pub async fn once(
-    config: Config,
-    target: Option<&str>,
-    out: &mut impl std::io::Write,
-) -> Result<bool, AppError> {
-    let app = App::build(&config.once()).await?;
-    let account = app.account(target)?;
-    let ok = account.poll_once().await;
-    let process = account.name.is_none().then_some(&*app.core.process);
-    let exposition = account
-        .latest
-        .current()
-        .exposition(&account.telemetry, process, Format::Text);
-    out.write_all(&exposition)
-        .and_then(|()| out.flush())
-        .map_err(AppError::Output)?;
-    if !ok {
-        error!(
-            failed = %account.failures().join(", "),
-            "--once: not every endpoint answered"
-        );
-    }
-    Ok(ok)
-}
-
-/// `simulate`: the simulated API on its own, its base URL printed on stdout, until `shutdown`
-/// completes.
-pub async fn simulate(
-    args: &SimulateArgs,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) -> Result<(), AppError> {
-    let latency = parse_duration(&args.report_latency).map_err(AppError::ReportLatency)?;
-    let ips = args.assets * 4 / 5;
-    let api = SimulatedApi::new(ips, args.assets - ips);
-    api.set_report_delay(latency);
-    let listen = |error| AppError::Listen {
-        address: args.listen_address.clone(),
-        error,
-    };
-    let listener = TcpListener::bind(&args.listen_address)
-        .await
-        .map_err(listen)?;
-    let address = listener.local_addr().map_err(listen)?;
-    let mut stdout = std::io::stdout();
-    writeln!(stdout, "http://{address}")
-        .and_then(|()| stdout.flush())
-        .map_err(AppError::Output)?;
-    axum::serve(listener, api.router())
-        .with_graceful_shutdown(shutdown)
-        .await
-        .map_err(AppError::Serve)
-}
-
-/// The binary `backfill` runs: a product of its own, so that the exporter does not carry the
-/// remote-write client.
-pub const BACKFILL_BINARY: &str = "reputation-exporter-backfill";
-
-/// Why `backfill` could not start.
-#[derive(Debug, thiserror::Error)]
-pub enum BackfillLaunchError {
-    /// The backfill binary is neither beside this one nor on the PATH.
-    #[error(
-        "`backfill` runs {BACKFILL_BINARY}, which is neither beside this binary nor on the PATH; \
-         install it (cargo install --locked --path crates/backfill in a checkout, or take it \
-         from the same release or image)"
-    )]
-    NotInstalled,
-    /// It was found but could not be started.
-    #[error("cannot start {path}: {error}")]
-    Start {
-        /// The binary.
-        path: std::path::PathBuf,
-        /// What the system said.
-        error: std::io::Error,
-    },
-}
-
-/// `backfill`: runs [`BACKFILL_BINARY`], found beside this binary first (the one built or
-/// installed with it), then on the PATH, with the configuration flags given before `backfill`
-/// and `args` after them. On Unix it replaces this process, so its exit status is the
-/// command's; elsewhere the status is passed on.
-pub fn backfill(
-    common: &crate::config::cli::Common,
-    args: &[std::ffi::OsString],
-) -> Result<std::process::ExitCode, BackfillLaunchError> {
-    let beside = std::env::current_exe()
-        .ok()
-        .and_then(|exe| Some(exe.parent()?.join(BACKFILL_BINARY)))
-        .filter(|path| path.is_file());
-    let on_path = || {
-        std::env::split_paths(&std::env::var_os("PATH")?)
-            .map(|dir| dir.join(BACKFILL_BINARY))
-            .find(|path| path.is_file())
-    };
-    let path = beside
-        .or_else(on_path)
-        .ok_or(BackfillLaunchError::NotInstalled)?;
-    let mut command = std::process::Command::new(&path);
-    command.args(common.to_args()).args(args);
-    let start = |error| BackfillLaunchError::Start {
-        path: path.clone(),
-        error,
-    };
-    #[cfg(unix)]
-    {
-        use std::os::unix::process::CommandExt as _;
-        Err(start(command.exec()))
-    }
-    #[cfg(not(unix))]
-    {
-        let status = command.status().map_err(start)?;
-        let code = status
-            .code()
-            .and_then(|c| u8::try_from(c).ok())
-            .unwrap_or(1);
-        Ok(std::process::ExitCode::from(code))
-    }
 }
 
 /// Completes on SIGINT (Ctrl-C) or SIGTERM.
