@@ -10,7 +10,8 @@
 //!   streaks, the token's verdict); decisions read it, the health metrics are rendered from it.
 //! - [`telemetry`]: the exporter's own metrics, on `prometheus-client`.
 //! - [`upstream`]: the API client (token, timeouts, body cap, retries) and the JSON it returns.
-//! - [`model`]: assets and their report data, mapped from the JSON by the value rules of docs/upstream.md.
+//! - [`model`]: assets and their report data, mapped from the JSON by the value rules of
+//!   docs/upstream.md.
 //! - [`exposition`]: the per-asset metric families, OpenMetrics 1.0 and Prometheus text 0.0.4
 //!   writers, and gzip.
 //! - [`snapshot`]: what a scrape serves: each list rendered once, and the assembled body.
@@ -21,7 +22,7 @@
 //!   latest data.
 //! - [`config`]: flags, TOML file and environment, layered into typed settings and validated
 //!   into the [`config::Config`] that builds the rest.
-//! - [`accounts`]: each account's client, pollers and store, built from its configuration and
+//! - [`accounts`]: each account's client, pollers and latest data, built from its configuration and
 //!   running until dropped; the set of them, kept across reloads; `resolve(target)`.
 //! - [`server`]: `/metrics`, `/probe`, the landing page, health, readiness, `/-/reload`,
 //!   served by `exporter_web::serve`.
