@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
 # A sharded fleet's global view, measured: the exporter (release build) polls `simulate --assets
-# ASSETS` with metrics.shards = N; for each slice in turn, a Prometheus slice server scrapes it
+# ASSETS` with metrics.shards = N; for each shard in turn, a Prometheus shard server scrapes it
 # with the shipped alerts-servers.yml (alerts and recording rules) and remote-writes what the
 # shipped remote-write.yml keeps to a global Prometheus (remote-write receiver), then stops (one
 # at a time, so that the measurement fits one machine; the servers of a real fleet run side by
-# side). Prints, per slice server, its head series and peak memory; for the global server, its
-# head series and peak memory once every slice has written, and the time of each query of the
+# side). Prints, per shard server, its head series and peak memory; for the global server, its
+# head series and peak memory once every shard has written, and the time of each query of the
 # dashboard's fleet overview there (variables at All).
 #
 # Scrapes every 15s and rules every 15s (the changes group too) so that each server is done in a
 # minute; the global server looks back an hour (--query.lookback-delta=1h) so that the first
-# slices' aggregates are still current when the last is written.
+# shards' aggregates are still current when the last is written.
 #
 # Usage: bench/global.sh [ASSETS] [N]    (default: 1000000 and 8)
 set -euo pipefail
@@ -57,35 +57,35 @@ grep -q 'interval: "15s"' "$work/rules.yml" || fail "the changes group's interva
 sed -e "s#http://victoriametrics:8428/api/v1/write#http://127.0.0.1:$global_port/api/v1/write#" \
     deploy/prometheus/fleet/remote-write.yml >"$work/remote-write.yml"
 
-printf '| slice server | its head series | its peak RSS |\n|---|---|---|\n'
-for ((slice = 0; slice < shards; slice++)); do
+printf '| shard server | its head series | its peak RSS |\n|---|---|---|\n'
+for ((shard = 0; shard < shards; shard++)); do
     port=$(free_port)
     {
         printf 'global:\n  scrape_interval: 15s\n  evaluation_interval: 15s\nrule_files: ["%s"]\n' "$work/rules.yml"
         printf 'scrape_configs:\n  - job_name: reputation\n    scrape_timeout: 14s\n'
-        printf '    params: {shard: ["%s"]}\n' "$slice"
+        printf '    params: {shard: ["%s"]}\n' "$shard"
         printf '    static_configs: [{targets: ["127.0.0.1:%s"], labels: {account: main, shard: "%s"}}]\n' \
-            "$exporter_port" "$slice"
+            "$exporter_port" "$shard"
         sed -n '/^remote_write:/,$p' "$work/remote-write.yml"
-    } >"$work/slice-$slice.yml"
-    prometheus --config.file="$work/slice-$slice.yml" --storage.tsdb.path="$work/slice-$slice-data" \
-        --web.listen-address="127.0.0.1:$port" >"$work/slice-$slice.log" 2>&1 &
+    } >"$work/shard-$shard.yml"
+    prometheus --config.file="$work/shard-$shard.yml" --storage.tsdb.path="$work/shard-$shard-data" \
+        --web.listen-address="127.0.0.1:$port" >"$work/shard-$shard.log" 2>&1 &
     pid=$!
-    # Its slice's aggregates and its changes reach the global server.
+    # Its shard's aggregates and its changes reach the global server.
     arrived() {
-        [ -n "$(query "$global_port" "account_kind:reputation_assets:count{shard=\"$slice\"}")" ] &&
-            [ -n "$(query "$global_port" "count(asset:reputation_senderscore:bottomk{shard=\"$slice\"})")" ] &&
+        [ -n "$(query "$global_port" "account_kind:reputation_assets:count{shard=\"$shard\"}")" ] &&
+            [ -n "$(query "$global_port" "count(asset:reputation_senderscore:bottomk{shard=\"$shard\"})")" ] &&
             curl -sf "http://127.0.0.1:$port/api/v1/rules" | python3 -c '
 import json, sys
 groups = json.load(sys.stdin)["data"]["groups"]
 sys.exit(0 if groups and all(g["lastEvaluation"] > "2000" and g["evaluationTime"] > 0 for g in groups) else 1)'
     }
-    wait_for --every 2 "slice $slice's aggregates on the global server" 600 arrived
+    wait_for --every 2 "shard $shard's aggregates on the global server" 600 arrived
     sleep 20 # one more evaluation and send
-    printf '| %s | %s | %s MB |\n' "$slice" "$(head_series "$port")" "$(peak_mb "$pid")"
+    printf '| %s | %s | %s MB |\n' "$shard" "$(head_series "$port")" "$(peak_mb "$pid")"
     kill "$pid"
     wait "$pid" || true
-    rm -rf "$work/slice-$slice-data"
+    rm -rf "$work/shard-$shard-data"
 done
 
 counted=$(query "$global_port" 'sum(account_kind:reputation_assets:count)')

@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
-# A million-asset account in slices: the exporter (release build) polls `simulate --assets
+# A million-asset account in shards: the exporter (release build) polls `simulate --assets
 # ASSETS` with metrics.shards = N for each N given, all on 127.0.0.1, and for each prints:
-#   first     seconds from start until a slice serves the first snapshot
+#   first     seconds from start until a shard serves the first snapshot
 #   rss       peak resident memory during the first poll, and over the first two polls (one
 #             every POLL_S seconds; the second renders beside the snapshot still served), and
 #             the bound 1.5 x the whole exposition + 100 MB
-#   body      the whole exposition (every slice, OpenMetrics) in MB, and slice sizes min/max
-#   scrape    one slice's scrape time, plain and gzip (curl, best of 3), and nginx serving the
+#   body      the whole exposition (every shard, OpenMetrics) in MB, and shard sizes min/max
+#   scrape    one shard's scrape time, plain and gzip (curl, best of 3), and nginx serving the
 #             same bytes from a file
-#   prom      a real Prometheus scraping one slice: its scrape_duration_seconds, the samples,
+#   prom      a real Prometheus scraping one shard: its scrape_duration_seconds, the samples,
 #             and its own resident memory after three scrapes
 #
 # Usage: bench/shards.sh [ASSETS] [N...]    (default: 1000000, 8 and 16)
@@ -51,7 +51,7 @@ best_of_3() { # best_of_3 URL [HEADER]: the shortest of three downloads, seconds
     echo "$best"
 }
 
-printf '| N | first snapshot | peak RSS: first poll / two polls | bound 1.5 x body + 100 MB | body (slices) | slice plain: exporter / nginx | slice gzip: exporter / nginx | Prometheus on one slice |\n'
+printf '| N | first snapshot | peak RSS: first poll / two polls | bound 1.5 x body + 100 MB | body (shards) | shard plain: exporter / nginx | shard gzip: exporter / nginx | Prometheus on one shard |\n'
 printf '|---|---|---|---|---|---|---|---|\n'
 for n in "${counts[@]}"; do
     port=$(free_port)
@@ -75,7 +75,7 @@ for n in "${counts[@]}"; do
     first=$(awk -v a="$started" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }')
     first_peak_mb=$(awk '{printf "%.0f", $1 / 1024}' "$work/peak-$n")
 
-    # The whole exposition, slice by slice.
+    # The whole exposition, shard by shard.
     total=0 smallest=0 largest=0
     for ((i = 0; i < n; i++)); do
         size=$(curl -sf -H 'Accept: application/openmetrics-text' "$base/metrics?shard=$i" | wc -c)
@@ -84,7 +84,7 @@ for n in "${counts[@]}"; do
         [ "$size" -le "$largest" ] || largest=$size
     done
 
-    # Slice 0 against nginx serving its bytes.
+    # Shard 0 against nginx serving its bytes.
     mkdir -p "$work/www-$n" "$work/tmp"
     curl -sf "$base/metrics?shard=0" -o "$work/www-$n/metrics"
     curl -sf -H 'Accept-Encoding: gzip' "$base/metrics?shard=0" -o "$work/www-$n/metrics.gz"
@@ -118,7 +118,7 @@ NGINX
     gzip_nginx=$(best_of_3 "http://127.0.0.1:$nginx_port/metrics" 'Accept-Encoding: gzip')
     kill "$nginx_pid"
 
-    # A real Prometheus scraping slice 0.
+    # A real Prometheus scraping shard 0.
     prom_port=$(free_port)
     cat >"$work/prometheus-$n.yml" <<PROM
 global:

@@ -3,8 +3,8 @@
 # alerts and recording rules (deploy/prometheus/alerts.yml, rules.yml, and split for a sharded
 # fleet in deploy/prometheus/fleet/alerts-servers.yml and alerts-global.yml), the Grafana dashboard
 # (deploy/grafana/dashboard.json) and the Kubernetes PrometheusRule
-# (deploy/kubernetes/prometheusrule.yaml); the ServiceMonitor of a sliced exporter
-# (deploy/kubernetes/servicemonitor-slices.yaml, N = 4); and the units' Documentation=
+# (deploy/kubernetes/prometheusrule.yaml); the ServiceMonitor of a sharded exporter
+# (deploy/kubernetes/servicemonitor-shards.yaml, N = 4); and the units' Documentation=
 # (deploy/systemd); and the promtool tests of the alerts' promises
 # (deploy/prometheus/tests/alerts_test.yml and timelines_test.yml, from tests/rules/scenarios.py,
 # where a checkout has it). CI runs it with the defaults and fails on any difference.
@@ -31,7 +31,7 @@ runbook=${RUNBOOK_URL:-$default}
 # The runbook URL as jsonnet code: a JSON string is one.
 config=$(python3 -c 'import json, sys; print(json.dumps({"runbookUrl": sys.argv[1]}))' "$runbook")
 jsonnet -S -m . --tla-code "config=$config" ../mixin/render.jsonnet >/dev/null
-jsonnet -S kubernetes/servicemonitor-slices.jsonnet >kubernetes/servicemonitor-slices.yaml
+jsonnet -S kubernetes/servicemonitor-shards.jsonnet >kubernetes/servicemonitor-shards.yaml
 if [ -f ../tests/rules/scenarios.py ]; then
     python3 ../tests/rules/scenarios.py
 fi

@@ -21,10 +21,10 @@
     // replica down while another serves is a ticket (ReputationExporterReplicaDown), all down
     // a page (ReputationExporterDown).
     replicaLabel: 'instance',
-    // The target label that tells the slices of metrics.shards apart (the scrape configuration
-    // sets it from the `shard` parameter). Every slice carries the exporter's and the API's own
+    // The target label that tells the shards of metrics.shards apart (the scrape configuration
+    // sets it from the `shard` parameter). Every shard carries the exporter's and the API's own
     // metrics, so alerts and panels take one copy (max or min without it) and never count,
-    // page or sum a process' values once per slice.
+    // page or sum a process' values once per shard.
     shardLabel: 'shard',
 
     // The API's alerts (ReputationApiDown, ReputationApiTokenRejected) stay firing this long
@@ -100,7 +100,7 @@
     reloadFailedFor: '5m',
     // ReputationShardsMissing and ReputationShardingMismatch (group reputation.fleet, for
     // the global view: the one Prometheus, or Thanos / Mimir's ruler or the federating server
-    // over a hashmod fleet, never a server that scrapes some slices only).
+    // over a hashmod fleet, never a server that scrapes some shards only).
     shardsMissingFor: '15m',
 
     // Each alert links runbookUrl#<alert name in lower case>, the runbook's heading for it.

@@ -13,18 +13,18 @@ function(config={})
                              + generated + yaml(mixin.prometheusAlerts),
     'prometheus/rules.yml': '# Recording rules for reputation-exporter (level:metric:operations).\n'
                             + generated + yaml(mixin.prometheusRules),
-    // A hashmod-sharded fleet (metrics.shards): what each server evaluates, on its slices (the
-    // per-asset and health alerts, and the recording rules, which reduce its slices to a few
+    // A hashmod-sharded fleet (metrics.shards): what each server evaluates, on its shards (the
+    // per-asset and health alerts, and the recording rules, which reduce its shards to a few
     // hundred series), and what the global view evaluates (Thanos / Mimir ruler, or the
-    // federating server), which holds those results and the slices' own series, not every
+    // federating server), which holds those results and the shards' own series, not every
     // asset: the account-wide alerts.
     local group(name) = [g for g in mixin.prometheusAlerts.groups if g.name == name],
-    'prometheus/fleet/alerts-servers.yml': '# What each server of a hashmod-sharded fleet evaluates on the slices it scrapes: the\n'
+    'prometheus/fleet/alerts-servers.yml': '# What each server of a hashmod-sharded fleet evaluates on the shards it scrapes: the\n'
                                            + '# per-asset and health alerts, and the recording rules the global view reads.\n'
                                            + generated + yaml({ groups: group('reputation.alerts') + group('reputation.standing') + mixin.prometheusRules.groups }),
     'prometheus/fleet/alerts-global.yml': '# What the global view of a sharded fleet evaluates (Thanos or Mimir ruler, the\n'
                                           + '# federating Prometheus, or vmalert over VictoriaMetrics): the account-wide alerts, over\n'
-                                          + "# the recording rules the servers send it and the slices' own series.\n"
+                                          + "# the recording rules the servers send it and the shards' own series.\n"
                                           + generated
                                           + yaml({ groups: group('reputation.fleet') }),
     'grafana/dashboard.json': manifest.json(mixin.grafanaDashboards['reputation-exporter.json']) + '\n',

@@ -23,7 +23,7 @@ pub struct Latest {
     /// A std mutex held while a snapshot is built (CPU work, run off the async threads), so
     /// that two lists arriving together publish in order and neither update is lost.
     parts: Mutex<Parts>,
-    /// `metrics.shards`: the slices every list and snapshot is rendered in.
+    /// `metrics.shards`: the shards every list and snapshot is rendered in.
     shards: usize,
     snapshots: watch::Sender<Arc<Snapshot>>,
     /// How many list poll cycles have ended, successful or not.
@@ -54,7 +54,7 @@ struct Part {
 
 impl Latest {
     /// Empty latest data, whose lists expire after `max_age` and reports after `report_max_age`,
-    /// rendered in `shards` slices; its snapshots can be watched from the start.
+    /// rendered in `shards` shards; its snapshots can be watched from the start.
     pub fn new(max_age: Duration, report_max_age: Duration, shards: usize) -> Arc<Latest> {
         let empty = Snapshot::build(None, None, None, false, shards);
         let (snapshots, _) = watch::channel(Arc::new(empty));
@@ -131,14 +131,14 @@ impl Latest {
         self.parts.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The slices every list must be rendered in ([`ListPart::sliced`], [`ListBuilder::new`]).
+    /// The shards every list must be rendered in ([`ListPart::in_shards`], [`ListBuilder::new`]).
     ///
     /// [`ListBuilder::new`]: crate::snapshot::ListBuilder::new
     pub fn shards(&self) -> usize {
         self.shards
     }
 
-    /// Replaces one list, rendered in [`Latest::shards`] slices, and publishes the new
+    /// Replaces one list, rendered in [`Latest::shards`] shards, and publishes the new
     /// snapshot; the other list's samples are shared with the snapshot served until now.
     pub fn replace(&self, kind: Kind, list: ListPart, fetched: Instant) {
         assert_eq!(list.kind, kind, "a list replaces the list of its own kind");
@@ -290,7 +290,7 @@ impl Latest {
         );
         self.snapshots.send_replace(snapshot.clone());
         // Compress the OpenMetrics body (what Prometheus asks for) ahead of the first scrape:
-        // each slice's when there are slices (what a fleet scrapes), else the whole.
+        // each shard's when there are shards (what a fleet scrapes), else the whole.
         if tokio::runtime::Handle::try_current().is_ok() {
             exporter_web::task::spawn_blocking(move || match snapshot.shards() {
                 1 => {

@@ -354,7 +354,7 @@ impl fmt::Debug for Secret {
 }
 
 /// FNV-1a, 64 bits: stable across platforms and releases, so that replicas agree on the
-/// split of `asset_reports.replica` and scrapers on the slices of `metrics.shards`.
+/// split of `asset_reports.replica` and scrapers on the shards of `metrics.shards`.
 pub fn fnv1a(bytes: &[u8]) -> u64 {
     fnv1a_more(0xcbf2_9ce4_8422_2325, bytes)
 }
@@ -366,10 +366,10 @@ fn fnv1a_more(hash: u64, bytes: &[u8]) -> u64 {
     })
 }
 
-/// The slice of `metrics.shards` = `shards` that serves the asset `name` of `kind`: FNV-1a
+/// The shard of `metrics.shards` = `shards` that serves the asset `name` of `kind`: FNV-1a
 /// (64 bits) of `KIND/NAME` (`ip/192.0.2.1`, `domain/example.com`) modulo `shards`. Every series
-/// of one asset is in its slice; the rule never changes between versions.
-pub fn slice_of(kind: Kind, name: &str, shards: usize) -> usize {
+/// of one asset is in its shard; the rule never changes between versions.
+pub fn shard_of(kind: Kind, name: &str, shards: usize) -> usize {
     // Hashed piece by piece: no key is built per asset.
     let hash = fnv1a_more(fnv1a(kind.label().as_bytes()), b"/");
     // usize is at most 64 bits on every supported platform.
@@ -421,21 +421,21 @@ mod tests {
     use super::*;
 
     /// Values computed by an independent implementation (Python), which a user's tooling can
-    /// reproduce: the slices must never move between versions.
+    /// reproduce: the shards must never move between versions.
     #[test]
-    fn the_slice_of_an_asset_is_fnv1a_of_kind_slash_name_modulo_the_shards() {
+    fn the_shard_of_an_asset_is_fnv1a_of_kind_slash_name_modulo_the_shards() {
         assert_eq!(fnv1a(b""), 0xcbf2_9ce4_8422_2325);
         assert_eq!(fnv1a(b"ip/192.0.2.1"), 0x7ae0_3667_34b8_0dec);
         assert_eq!(fnv1a(b"domain/example.com"), 0x768b_e5ef_0627_b23f);
-        for (kind, name, slices) in [
+        for (kind, name, shards) in [
             (Kind::Ip, "192.0.2.1", [0, 4, 12]),
             (Kind::Domain, "example.com", [3, 7, 15]),
             (Kind::Ip, "2001:db8::1", [3, 3, 11]),
             (Kind::Domain, "mail.example.org", [1, 1, 1]),
         ] {
-            let got = [4, 8, 16].map(|shards| slice_of(kind, name, shards));
-            assert_eq!(got, slices, "{name}");
-            assert_eq!(slice_of(kind, name, 1), 0);
+            let got = [4, 8, 16].map(|shards| shard_of(kind, name, shards));
+            assert_eq!(got, shards, "{name}");
+            assert_eq!(shard_of(kind, name, 1), 0);
         }
     }
 

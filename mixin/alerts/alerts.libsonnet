@@ -3,7 +3,7 @@
 //
 // Every alert is one condition on what the exporter serves now: what is new and since when
 // comes from the API's own data (a listing's start, the change at the API's last check), so no
-// rule keeps history or reads its own alerts. The replicas (_config.replicaLabel) and slices
+// rule keeps history or reads its own alerts. The replicas (_config.replicaLabel) and shards
 // (_config.shardLabel) that serve the same series are joined once per rule, so an event pages
 // once however many serve it; `keep_firing_for` carries a firing alert over a scrape gap or a
 // restart, and Alertmanager's inhibition keeps an API outage to one page
@@ -33,7 +33,7 @@
 
   local account = 'job, %(accountLabel)s' % c,
   local asset = account + ', kind, asset',
-  // One value of a series per account (and asset), whichever replicas and slices serve it.
+  // One value of a series per account (and asset), whichever replicas and shards serve it.
   local one(metric, matchers='', aggregation='max') =
     '%s without (%s, %s) (%s{%s%s})'
     % [aggregation, c.replicaLabel, c.shardLabel, metric, c.selector, if matchers == '' then '' else ', ' + matchers],
@@ -42,7 +42,7 @@
   local any(metric, condition, matchers='', aggregation='max') =
     '%s without (%s, %s) (%s{%s%s} %s)'
     % [aggregation, c.replicaLabel, c.shardLabel, metric, c.selector, if matchers == '' then '' else ', ' + matchers, condition],
-  // One copy of a process' own series, however many slices serve it.
+  // One copy of a process' own series, however many shards serve it.
   local once(aggregation, expr) = '%s without (%s) (%s)' % [aggregation, c.shardLabel, expr],
   // A series of the recording rules.
   local rec(name) = '%s{%s}' % [name, c.selector],
@@ -141,15 +141,15 @@
             'No replica has polled the lists of %s for {{ $value | humanizeDuration }}; past metrics.max_age the asset series are dropped and no new listing can page. The pages already open stay open until the data is back.' % who,
             pendingFor(c.staleFor),
           ),
-          // No replica serves every slice of its own: a replica counts as up only when all its
-          // slices are scraped, so replicas on different metrics.shards (a rollout of it) cover
+          // No replica serves every shard of its own: a replica counts as up only when all its
+          // shards are scraped, so replicas on different metrics.shards (a rollout of it) cover
           // for each other.
           alert(
             'ReputationExporterDown',
             'critical',
             'max without (%s) (min without (%s) (up{%s})) == 0' % [c.replicaLabel, c.shardLabel, c.selector],
             'The reputation exporter cannot be scraped.',
-            'Prometheus cannot scrape any replica of %s, or of one of its slices: no reputation data and no reputation alerts from it.' % who,
+            'Prometheus cannot scrape any replica of %s, or of one of its shards: no reputation data and no reputation alerts from it.' % who,
             pendingFor(c.exporterDownFor),
           ),
           alert(
@@ -157,7 +157,7 @@
             'warning',
             '%s == 0\nand on (%s)\nmax without (%s) (min without (%s) (up{%s})) == 1\n' % [once('min', 'up{%s}' % c.selector), account, c.replicaLabel, c.shardLabel, c.selector],
             'A replica of the reputation exporter cannot be scraped.',
-            'Prometheus cannot scrape {{ $labels.%s }} (or one of its slices); another replica serves %s, so no data is missing.' % [c.replicaLabel, who],
+            'Prometheus cannot scrape {{ $labels.%s }} (or one of its shards); another replica serves %s, so no data is missing.' % [c.replicaLabel, who],
             pendingFor(c.exporterDownFor),
           ),
           alert(
@@ -198,8 +198,8 @@
           ),
         ],
       },
-      // The account as a whole, from the recording rules (rules.libsonnet) and the slices'
-      // own series: where every slice is seen (the one Prometheus, or the global view of a
+      // The account as a whole, from the recording rules (rules.libsonnet) and the shards'
+      // own series: where every shard is seen (the one Prometheus, or the global view of a
       // hashmod fleet, which holds the rules' results and not every asset).
       {
         name: 'reputation.fleet',
@@ -230,16 +230,16 @@
               count by (%(account)s, %(replicaLabel)s) (reputation_exporter_shards{%(selector)s})
               < max by (%(account)s, %(replicaLabel)s) (reputation_exporter_shards{%(selector)s})
             ||| % (c { account: account }),
-            'Slices of the exporter are not scraped.',
-            'Only {{ $value }} slice(s) of {{ $labels.%(replicaLabel)s }} are scraped, fewer than its metrics.shards: the assets of the others have no series and no alerts.' % c,
+            'Shards of the exporter are not scraped.',
+            'Only {{ $value }} shard(s) of {{ $labels.%(replicaLabel)s }} are scraped, fewer than its metrics.shards: the assets of the others have no series and no alerts.' % c,
             pendingFor(c.shardsMissingFor),
           ),
           alert(
             'ReputationShardingMismatch',
             'critical',
             'stdvar by (%(account)s, %(replicaLabel)s) (reputation_exporter_shards{%(selector)s}) != 0' % (c { account: account }),
-            'Slices of the exporter disagree on metrics.shards.',
-            'The slices of {{ $labels.%(replicaLabel)s }} scraped say different numbers of slices (replicas with different metrics.shards?): some assets are in two slices and others in none.' % c,
+            'Shards of the exporter disagree on metrics.shards.',
+            'The shards of {{ $labels.%(replicaLabel)s }} scraped say different numbers of shards (replicas with different metrics.shards?): some assets are in two shards and others in none.' % c,
             pendingFor(c.shardsMissingFor),
           ),
         ],

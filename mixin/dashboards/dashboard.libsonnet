@@ -10,7 +10,7 @@ local p = import '../lib/panels.libsonnet';
   local v = {
     q: 'job=~"$job",%s=~"$account"' % c.accountLabel,
     i: c.replicaLabel,
-    // One copy of the process' own series per exporter, however many slices serve it.
+    // One copy of the process' own series per exporter, however many shards serve it.
     s: c.shardLabel,
     l: c.trendLookback,
   },

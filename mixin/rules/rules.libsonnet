@@ -1,8 +1,8 @@
 // Recording rules (level:metric:operations): the fleet in a few hundred series, computed where
 // the per-asset series are (the one Prometheus, or each server of a hashmod fleet on its
-// slices), so that the dashboard's first screen and a global view read these and never every
-// asset. Each result keeps job, the account and the slice (`shard`, absent without
-// metrics.shards): a server's results are its slices' own, and a global view adds them up
+// shards), so that the dashboard's first screen and a global view read these and never every
+// asset. Each result keeps job, the account and the shard (`shard`, absent without
+// metrics.shards): a server's results are its shards' own, and a global view adds them up
 // without two servers writing the same series. Replicas are counted once.
 {
   local c = $._config,

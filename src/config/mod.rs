@@ -145,7 +145,7 @@ pub struct AccountConfig {
     pub max_age: Duration,
     /// Host names (and, separately, tags) kept per asset.
     pub max_labels: usize,
-    /// Slices of the per-asset series (`metrics.shards`).
+    /// Shards of the per-asset series (`metrics.shards`).
     pub shards: usize,
     /// Per-asset reports; their selection, zone and concurrency also rule `backfill`.
     pub reports: ReportSchedule,

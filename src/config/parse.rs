@@ -331,7 +331,7 @@ impl Written for usize {
     }
 }
 
-/// Most slices `metrics.shards` may ask for: a slice of a million-asset fleet at 1,024 is about
+/// Most shards `metrics.shards` may ask for: a shard of a million-asset fleet at 1,024 is about
 /// a thousand assets, far below what one target can serve.
 pub(super) const MAX_SHARDS: usize = 1024;
 

@@ -8,7 +8,7 @@ use crate::poll::reports::ReportSchedule;
 impl AccountConfig {
     /// What a reload to `new` does to this account: `None` when `new` is another account or
     /// polls other endpoints (another source, token, timeout or body cap, or reports turned on
-    /// or off) or slices its series otherwise (`metrics.shards`), which only a new account can
+    /// or off) or shards its series otherwise (`metrics.shards`), which only a new account can
     /// apply; otherwise the shared settings (`[poll]`, `[backoff]`, `[metrics]`,
     /// `[asset_reports]`) that differ, by key, which the running account takes over (none: it
     /// is kept as it is).
@@ -35,7 +35,7 @@ impl AccountConfig {
             selection,
             timezone,
         } = reports;
-        // Another account, or one that polls or slices otherwise: built anew.
+        // Another account, or one that polls or shards otherwise: built anew.
         let same_account = *name == new.name
             && *source == new.source
             && *timeout == new.timeout

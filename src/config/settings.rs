@@ -78,7 +78,7 @@ pub struct MetricsSettings {
     /// Host names (and, separately, tags) kept per asset; the rest are dropped and counted.
     #[serde(deserialize_with = "parse::lenient")]
     pub max_labels_per_asset: usize,
-    /// Slices of the per-asset series, each served on `?shard=I`.
+    /// Shards of the per-asset series, each served on `?shard=I`.
     #[serde(deserialize_with = "parse::shards")]
     pub shards: usize,
 }

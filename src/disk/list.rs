@@ -136,7 +136,7 @@ impl Drop for ListFile {
 }
 
 /// The list `stored` renders, read back as the poller reads a list from the API, into `shards`
-/// slices; `None` (said once) when its body is not what was stored (another length or
+/// shards; `None` (said once) when its body is not what was stored (another length or
 /// CRC-32: a disk error, or a file changed under the exporter) or does not decode.
 pub fn read_list(stored: &StoredList, max_labels: usize, shards: usize) -> Option<(ListPart, f64)> {
     use std::io::Read as _;

@@ -22,7 +22,7 @@ pub struct Limits {
     pub report_max_age: Duration,
     /// `metrics.max_labels_per_asset`.
     pub max_labels: usize,
-    /// `metrics.shards`: the slices the lists are rendered in.
+    /// `metrics.shards`: the shards the lists are rendered in.
     pub shards: usize,
 }
 

@@ -1,4 +1,4 @@
-//! `/metrics`: the snapshot's cached per-asset body (of one slice with `?shard=I`), then the
+//! `/metrics`: the snapshot's cached per-asset body (of one shard with `?shard=I`), then the
 //! exporter's own families encoded live, in the negotiated format, gzip-compressed when the
 //! client allows it.
 
@@ -31,13 +31,16 @@ fn negotiate(headers: &HeaderMap) -> (Format, bool) {
 
 /// The query of `/metrics`.
 #[derive(Debug, serde::Deserialize)]
-pub(super) struct Slice {
+pub(super) struct ShardQuery {
     shard: Option<String>,
 }
 
-/// The slice `shard` asks for among the snapshot's: `None` without the parameter; the 400
+/// The shard `shard` asks for among the snapshot's: `None` without the parameter; the 400
 /// answer for anything but a number below `metrics.shards`.
-fn slice(shard: Option<&str>, snapshot: &Snapshot) -> Result<Option<usize>, Box<Response>> {
+fn requested_shard(
+    shard: Option<&str>,
+    snapshot: &Snapshot,
+) -> Result<Option<usize>, Box<Response>> {
     let Some(text) = shard else {
         return Ok(None);
     };
@@ -47,7 +50,7 @@ fn slice(shard: Option<&str>, snapshot: &Snapshot) -> Result<Option<usize>, Box<
         _ => {
             let shown: String = text.chars().take(32).collect();
             Err(Box::new(bad_request(format!(
-                "shard `{shown}` is not a slice of this exporter: give a number from 0 to {} \
+                "`?shard={shown}` names no shard of this exporter: give a number from 0 to {} \
                  (metrics.shards = {shards}), or no shard for every series",
                 shards - 1
             ))))
@@ -56,18 +59,18 @@ fn slice(shard: Option<&str>, snapshot: &Snapshot) -> Result<Option<usize>, Box<
 }
 
 /// `/metrics`: with one account, its metrics and the process metrics (the per-asset series
-/// of one slice with `?shard=I`); with several, the process metrics only (each account is on
+/// of one shard with `?shard=I`); with several, the process metrics only (each account is on
 /// `/probe?target=NAME`).
 pub(super) async fn metrics(
     State(state): State<Shared>,
-    Query(query): Query<Slice>,
+    Query(query): Query<ShardQuery>,
     headers: HeaderMap,
 ) -> Response {
     let (format, gzip) = negotiate(&headers);
     match state.accounts().single() {
         Some(one) => {
             let snapshot = one.latest.current();
-            let shard = match slice(query.shard.as_deref(), &snapshot) {
+            let shard = match requested_shard(query.shard.as_deref(), &snapshot) {
                 Ok(shard) => shard,
                 Err(answer) => return *answer,
             };
@@ -119,7 +122,7 @@ pub(super) async fn probe(
     };
     let (format, gzip) = negotiate(&headers);
     let snapshot = account.latest.current();
-    let shard = match slice(probe.shard.as_deref(), &snapshot) {
+    let shard = match requested_shard(probe.shard.as_deref(), &snapshot) {
         Ok(shard) => shard,
         Err(answer) => return *answer,
     };
@@ -131,7 +134,7 @@ fn bad_request(reason: String) -> Response {
     (StatusCode::BAD_REQUEST, format!("{reason}\n")).into_response()
 }
 
-/// The snapshot's cached body (of slice `shard`, or whole) when there is one, followed by
+/// The snapshot's cached body (of shard `shard`, or whole) when there is one, followed by
 /// `live`, in `format`, gzipped when `gzip`.
 async fn respond(
     snapshot: Option<Arc<Snapshot>>,

@@ -1,4 +1,4 @@
-//! One list as served: rendered slice by slice while its body arrives ([`ListBuilder`]), then
+//! One list as served: rendered shard by shard while its body arrives ([`ListBuilder`]), then
 //! kept as a [`ListPart`]: the sample lines, the names, and the worst few assets.
 
 use std::ops::Range;
@@ -6,7 +6,7 @@ use std::ops::Range;
 use crate::exposition::assets::{ListRenderer, ListSamples};
 use crate::exposition::piece::Piece;
 use crate::model::{Asset, AssetSet, AssetSink, worst_first};
-use crate::vocabulary::{Kind, SndsColour, slice_of};
+use crate::vocabulary::{Kind, SndsColour, shard_of};
 
 /// Assets of each list kept for the landing page, worst first.
 pub const WORST_KEPT: usize = 100;
@@ -24,20 +24,20 @@ pub(super) const PACK_ABOVE: usize = 256 << 20;
 pub struct ListPart {
     /// IP addresses or domains.
     pub kind: Kind,
-    /// Every asset's name, slice after slice, in the order the API sent them within a slice
-    /// (with one slice, the API's order).
+    /// Every asset's name, shard after shard, in the order the API sent them within a shard
+    /// (with one shard, the API's order).
     pub names: Vec<Box<str>>,
-    /// The slices, at least one.
-    pub slices: Vec<ListSlice>,
+    /// The shards, at least one.
+    pub shards: Vec<ListShard>,
     /// At most [`WORST_KEPT`] assets, worst first.
     pub worst: Vec<Asset>,
     /// How many of the assets are in trouble, for the landing page.
     pub summary: Summary,
 }
 
-/// One slice of a list.
+/// One shard of a list.
 #[derive(Debug, Clone, Default)]
-pub struct ListSlice {
+pub struct ListShard {
     /// Its assets' names: this range of [`ListPart::names`].
     pub names: Range<usize>,
     /// Sample lines: the chunks of each family of [`list_families`](
@@ -84,11 +84,11 @@ impl Summary {
 impl ListPart {
     /// Renders the assets of one list and keeps what a snapshot needs of them.
     pub fn new(kind: Kind, set: AssetSet) -> ListPart {
-        ListPart::sliced(kind, set, 1)
+        ListPart::in_shards(kind, set, 1)
     }
 
-    /// As [`ListPart::new`], in `shards` slices (at least one).
-    pub fn sliced(kind: Kind, set: AssetSet, shards: usize) -> ListPart {
+    /// As [`ListPart::new`], in `shards` shards (at least one).
+    pub fn in_shards(kind: Kind, set: AssetSet, shards: usize) -> ListPart {
         let mut builder = ListBuilder::new(kind, shards);
         for asset in set.assets {
             builder.push(asset);
@@ -96,24 +96,24 @@ impl ListPart {
         builder.finish()
     }
 
-    /// The slice `shard` as the exposition reads it.
+    /// The shard `shard` as the exposition reads it.
     pub(super) fn samples(&self, shard: usize) -> ListSamples<'_> {
-        let slice = &self.slices[shard];
+        let shard = &self.shards[shard];
         ListSamples {
             kind: self.kind,
-            names: &self.names[slice.names.clone()],
-            samples: &slice.samples,
+            names: &self.names[shard.names.clone()],
+            samples: &shard.samples,
         }
     }
 }
 
-/// A list rendered while its assets arrive: each asset's samples are written into its slice
-/// (by [`slice_of`]) at once and the asset is dropped, unless it is among the worst so far.
+/// A list rendered while its assets arrive: each asset's samples are written into its shard
+/// (by [`shard_of`]) at once and the asset is dropped, unless it is among the worst so far.
 /// A poll therefore never holds its list's assets, only their rendered lines.
 #[derive(Debug)]
 pub struct ListBuilder {
     kind: Kind,
-    slices: Vec<SliceBuilder>,
+    shards: Vec<ShardBuilder>,
     summary: Summary,
     /// The worst assets so far: sorted up to [`WORST_KEPT`] after a prune, then those worse
     /// than the last of them; pruned again when twice as many.
@@ -125,18 +125,18 @@ pub struct ListBuilder {
 }
 
 #[derive(Debug, Default)]
-struct SliceBuilder {
+struct ShardBuilder {
     names: Vec<Box<str>>,
     samples: ListRenderer,
 }
 
 impl ListBuilder {
-    /// An empty list of `kind` in `shards` slices (at least one).
+    /// An empty list of `kind` in `shards` shards (at least one).
     pub fn new(kind: Kind, shards: usize) -> Self {
         ListBuilder {
             kind,
-            slices: (0..shards.max(1))
-                .map(|_| SliceBuilder::default())
+            shards: (0..shards.max(1))
+                .map(|_| ShardBuilder::default())
                 .collect(),
             summary: Summary::default(),
             worst: Vec::new(),
@@ -160,27 +160,27 @@ impl ListBuilder {
         self.pruned = true;
     }
 
-    /// The list as served: the slices' names one after another, their samples.
+    /// The list as served: the shards' names one after another, their samples.
     pub fn finish(mut self) -> ListPart {
         self.prune();
-        let total = self.slices.iter().map(|slice| slice.names.len()).sum();
+        let total = self.shards.iter().map(|shard| shard.names.len()).sum();
         let mut names = Vec::with_capacity(total);
-        let slices = self
-            .slices
+        let shards = self
+            .shards
             .into_iter()
-            .map(|slice| {
+            .map(|shard| {
                 let start = names.len();
-                names.extend(slice.names);
-                ListSlice {
+                names.extend(shard.names);
+                ListShard {
                     names: start..names.len(),
-                    samples: slice.samples.finish(),
+                    samples: shard.samples.finish(),
                 }
             })
             .collect();
         ListPart {
             kind: self.kind,
             names,
-            slices,
+            shards,
             worst: self.worst,
             summary: self.summary,
         }
@@ -189,31 +189,31 @@ impl ListBuilder {
 
 impl AssetSink for ListBuilder {
     fn push(&mut self, asset: Asset) {
-        let shard = match self.slices.len() {
+        let index = match self.shards.len() {
             1 => 0,
-            shards => slice_of(self.kind, &asset.name, shards),
+            shards => shard_of(self.kind, &asset.name, shards),
         };
-        let slice = &mut self.slices[shard];
-        let before = slice.samples.written();
-        slice.samples.push(&asset);
+        let shard = &mut self.shards[index];
+        let before = shard.samples.written();
+        shard.samples.push(&asset);
         let packing = self.written > self.pack_above;
-        self.written += slice.samples.written() - before;
+        self.written += shard.samples.written() - before;
         if !packing && self.written > self.pack_above {
-            for slice in &mut self.slices {
-                slice.samples.pack();
+            for shard in &mut self.shards {
+                shard.samples.pack();
             }
         }
-        let slice = &mut self.slices[shard];
+        let shard = &mut self.shards[index];
         self.summary.count(&asset);
         let candidate = !self.pruned || worst_first(&asset, &self.worst[WORST_KEPT - 1]).is_lt();
         if candidate {
-            slice.names.push(asset.name.as_str().into());
+            shard.names.push(asset.name.as_str().into());
             self.worst.push(asset);
             if self.worst.len() == 2 * WORST_KEPT {
                 self.prune();
             }
         } else {
-            slice.names.push(asset.name.into_boxed_str());
+            shard.names.push(asset.name.into_boxed_str());
         }
     }
 }

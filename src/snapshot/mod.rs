@@ -6,9 +6,9 @@
 //! snapshot's body followed by the [`live`] part, the exporter's own families encoded per
 //! scrape.
 //!
-//! With `metrics.shards` = N above 1, each list is rendered in N slices by
-//! [`slice_of`](crate::vocabulary::slice_of), every series of an asset in its slice; the snapshot
-//! assembles one body per slice and the whole body from the same chunks, shared, not copied.
+//! With `metrics.shards` = N above 1, each list is rendered in N shards by
+//! [`shard_of`](crate::vocabulary::shard_of), every series of an asset in its shard; the snapshot
+//! assembles one body per shard and the whole body from the same chunks, shared, not copied.
 
 use std::sync::{Arc, OnceLock};
 
@@ -22,10 +22,10 @@ use crate::vocabulary::Kind;
 
 mod list;
 
-pub use list::{LOW_SCORE, ListBuilder, ListPart, ListSlice, Summary, WORST_KEPT};
+pub use list::{LOW_SCORE, ListBuilder, ListPart, ListShard, Summary, WORST_KEPT};
 
-/// The live part of a scrape: an account's API metrics (with the assets of the slice served,
-/// `None` for every slice) and the process metrics, each when given (and `# EOF` for
+/// The live part of a scrape: an account's API metrics (with the assets of the shard served,
+/// `None` for every shard) and the process metrics, each when given (and `# EOF` for
 /// OpenMetrics), which follows the snapshot's cached per-asset body.
 pub fn live(
     account: Option<(&Telemetry, &Snapshot, Option<usize>)>,
@@ -69,8 +69,8 @@ pub struct Snapshot {
     pub rendered: Rendered,
     /// The same, gzip-compressed per format, made on first demand.
     gzip: [OnceLock<GzipPrefix>; 2],
-    /// With more than one slice, each slice's body and its gzip form.
-    slices: Vec<(Rendered, [OnceLock<GzipPrefix>; 2])>,
+    /// With more than one shard, each shard's body and its gzip form.
+    shards: Vec<(Rendered, [OnceLock<GzipPrefix>; 2])>,
 }
 
 impl Snapshot {
@@ -88,8 +88,8 @@ impl Snapshot {
     }
 
     /// Builds a snapshot from rendered lists: their samples are shared, not copied; only the
-    /// report families are rendered here. The lists are in `shards` slices (as
-    /// [`ListPart::sliced`] made them); so is the snapshot.
+    /// report families are rendered here. The lists are in `shards` shards (as
+    /// [`ListPart::in_shards`] made them); so is the snapshot.
     pub fn build(
         ips: Option<Arc<ListPart>>,
         domains: Option<Arc<ListPart>>,
@@ -104,33 +104,33 @@ impl Snapshot {
             .map(|l| &**l)
             .collect();
         assert!(
-            parts.iter().all(|part| part.slices.len() == shards),
-            "lists rendered in other slices than the snapshot's"
+            parts.iter().all(|part| part.shards.len() == shards),
+            "lists rendered in other shards than the snapshot's"
         );
-        let mut per_slice: Vec<_> = (0..shards)
+        let mut per_shard: Vec<_> = (0..shards)
             .map(|shard| {
                 let lists: Vec<ListSamples<'_>> =
                     parts.iter().map(|part| part.samples(shard)).collect();
                 assets::families(&lists, reports.as_deref())
             })
             .collect();
-        let (rendered, slices) = if shards == 1 {
-            let whole = per_slice.pop().unwrap_or_default();
+        let (rendered, shards) = if shards == 1 {
+            let whole = per_shard.pop().unwrap_or_default();
             (Rendered::assemble(whole), Vec::new())
         } else {
-            // Each family once, its chunks slice after slice.
-            let mut whole = per_slice[0].clone();
+            // Each family once, its chunks shard after shard.
+            let mut whole = per_shard[0].clone();
             for (family, chunks) in whole.iter_mut().enumerate() {
-                chunks.1 = per_slice
+                chunks.1 = per_shard
                     .iter()
-                    .flat_map(|slice| slice[family].1.iter().cloned())
+                    .flat_map(|shard| shard[family].1.iter().cloned())
                     .collect();
             }
-            let slices = per_slice
+            let shards = per_shard
                 .into_iter()
-                .map(|slice| (Rendered::assemble(slice), Default::default()))
+                .map(|shard| (Rendered::assemble(shard), Default::default()))
                 .collect();
-            (Rendered::assemble(whole), slices)
+            (Rendered::assemble(whole), shards)
         };
         Snapshot {
             ips,
@@ -139,49 +139,49 @@ impl Snapshot {
             ready,
             rendered,
             gzip: Default::default(),
-            slices,
+            shards,
         }
     }
 
-    /// Slices served: `metrics.shards`.
+    /// Shards served: `metrics.shards`.
     pub fn shards(&self) -> usize {
-        self.slices.len().max(1)
+        self.shards.len().max(1)
     }
 
-    /// The body of slice `shard`, or the whole body for `None` (and for slice 0 of one).
+    /// The body of shard `shard`, or the whole body for `None` (and for shard 0 of one).
     pub fn rendered(&self, shard: Option<usize>) -> &Rendered {
-        match shard.and_then(|shard| self.slices.get(shard)) {
+        match shard.and_then(|shard| self.shards.get(shard)) {
             Some((rendered, _)) => rendered,
             None => &self.rendered,
         }
     }
 
-    /// Number of assets of one kind in slice `shard` (`None`: in every slice).
+    /// Number of assets of one kind in shard `shard` (`None`: in every shard).
     pub fn count_in(&self, shard: Option<usize>, kind: Kind) -> usize {
         let list = match kind {
             Kind::Ip => &self.ips,
             Kind::Domain => &self.domains,
         };
         list.as_ref().map_or(0, |list| match shard {
-            Some(shard) => list.slices.get(shard).map_or(0, |s| s.names.len()),
+            Some(shard) => list.shards.get(shard).map_or(0, |s| s.names.len()),
             None => list.names.len(),
         })
     }
 
-    /// The body of slice `shard` (`None`: the whole) as the start of a gzip stream, compressed
-    /// on the first call (per snapshot, slice and format) and kept.
+    /// The body of shard `shard` (`None`: the whole) as the start of a gzip stream, compressed
+    /// on the first call (per snapshot, shard and format) and kept.
     pub fn gzip_of(&self, shard: Option<usize>, format: Format) -> &GzipPrefix {
         self.gzip_cell(shard, format)
             .get_or_init(|| GzipPrefix::new(self.rendered(shard).chunks(format)))
     }
 
-    /// Whether the gzip body of this slice and format is ready.
+    /// Whether the gzip body of this shard and format is ready.
     pub fn has_gzip_of(&self, shard: Option<usize>, format: Format) -> bool {
         self.gzip_cell(shard, format).get().is_some()
     }
 
     fn gzip_cell(&self, shard: Option<usize>, format: Format) -> &OnceLock<GzipPrefix> {
-        match shard.and_then(|shard| self.slices.get(shard)) {
+        match shard.and_then(|shard| self.shards.get(shard)) {
             Some((_, gzip)) => &gzip[format as usize],
             None => &self.gzip[format as usize],
         }
@@ -247,7 +247,7 @@ mod tests {
     use super::*;
     use crate::model::{AssetSet, Unrecognized};
     use crate::upstream::dto::{ListItem, NamedItem};
-    use crate::vocabulary::slice_of;
+    use crate::vocabulary::shard_of;
 
     fn asset(kind: Kind, name: &str, blacklistings: f64, senderscore: Option<f64>) -> Asset {
         let mut unrecognized: Vec<Unrecognized> = Vec::new();
@@ -346,14 +346,14 @@ mod tests {
     }
 
     /// Both lists of a fleet of `n` assets (four in five addresses), every asset with a report,
-    /// in `shards` slices.
+    /// in `shards` shards.
     fn fleet(n: usize, shards: usize) -> Snapshot {
         let part = |kind: Kind, names: Vec<String>| {
             let assets = names
                 .iter()
                 .map(|name| asset(kind, name, 1.0, Some(75.0)))
                 .collect();
-            Some(Arc::new(ListPart::sliced(
+            Some(Arc::new(ListPart::in_shards(
                 kind,
                 AssetSet { assets },
                 shards,
@@ -402,7 +402,7 @@ mod tests {
     }
 
     #[test]
-    fn every_series_is_in_the_one_slice_of_its_asset_and_the_slices_make_the_whole() {
+    fn every_series_is_in_the_one_shard_of_its_asset_and_the_shards_make_the_whole() {
         let snapshot = fleet(500, 4);
         assert_eq!(snapshot.shards(), 4);
         let whole = samples(snapshot.rendered(None));
@@ -410,7 +410,7 @@ mod tests {
         for shard in 0..4 {
             for (line, (kind, asset)) in samples(snapshot.rendered(Some(shard))) {
                 let kind = if kind == "ip" { Kind::Ip } else { Kind::Domain };
-                assert_eq!(slice_of(kind, &asset, 4), shard, "{line}");
+                assert_eq!(shard_of(kind, &asset, 4), shard, "{line}");
                 union.push(line);
             }
         }
@@ -421,7 +421,7 @@ mod tests {
                 .any(|l| l.starts_with("reputation_asset_tag_info")),
             "reports too"
         );
-        assert_eq!(union.len(), whole.len(), "each series in exactly one slice");
+        assert_eq!(union.len(), whole.len(), "each series in exactly one shard");
         union.sort_unstable();
         whole.sort_unstable();
         assert_eq!(union, whole);
@@ -453,7 +453,7 @@ mod tests {
         let pieces = |snapshot: &Snapshot| {
             let list = snapshot.domains.as_ref().unwrap();
             let pieces: Vec<&Piece> = list
-                .slices
+                .shards
                 .iter()
                 .flat_map(|s| s.samples.iter().flatten())
                 .collect();
@@ -487,7 +487,7 @@ mod tests {
     }
 
     #[test]
-    fn with_one_slice_the_slice_is_the_whole_body_in_the_apis_order() {
+    fn with_one_shard_the_shard_is_the_whole_body_in_the_apis_order() {
         let snapshot = fleet(50, 1);
         assert_eq!(snapshot.shards(), 1);
         assert!(std::ptr::eq(
@@ -502,7 +502,7 @@ mod tests {
     }
 
     #[test]
-    fn slices_are_balanced_within_15_percent_of_the_mean() {
+    fn shards_are_balanced_within_15_percent_of_the_mean() {
         for shards in [8, 16] {
             let snapshot = fleet(10_000, shards);
             let sizes: Vec<usize> = (0..shards)
@@ -514,17 +514,17 @@ mod tests {
             let largest = *sizes.iter().max().unwrap();
             assert!(
                 largest * 100 <= mean * 115,
-                "{shards} slices: {sizes:?}, mean {mean}"
+                "{shards} shards: {sizes:?}, mean {mean}"
             );
         }
     }
 
     #[test]
-    fn a_slice_keeps_the_apis_order_within_it() {
+    fn a_shard_keeps_the_apis_order_within_it() {
         let snapshot = fleet(200, 4);
         let ips = snapshot.ips.as_ref().unwrap();
-        for slice in &ips.slices {
-            let names = &ips.names[slice.names.clone()];
+        for shard in &ips.shards {
+            let names = &ips.names[shard.names.clone()];
             let mut sorted = names.to_vec();
             sorted.sort_by_key(|name| {
                 let octets: Vec<u32> = name.split('.').map(|o| o.parse().unwrap()).collect();

@@ -220,7 +220,7 @@ impl Telemetry {
     }
 
     /// Appends every family in OpenMetrics text, without `# EOF`; `assets` is how many assets
-    /// of each kind ([`Kind::ALL`] order) the scrape serves, `shards` the slices the per-asset
+    /// of each kind ([`Kind::ALL`] order) the scrape serves, `shards` the shards the per-asset
     /// series are served in.
     pub fn encode(&self, out: &mut String, assets: [usize; 2], shards: usize) {
         let assets_family: Family<KindLabels, Gauge> = Family::default();
@@ -232,15 +232,15 @@ impl Telemetry {
         let mut scrape = Registry::default();
         scrape.register(
             "reputation_assets",
-            "Assets in the served snapshot (in the slice served, with metrics.shards), by kind",
+            "Assets in the served snapshot (in the shard served, with metrics.shards), by kind",
             assets_family,
         );
-        let slices: Gauge = Gauge::default();
-        slices.set(i64::try_from(shards).unwrap_or(i64::MAX));
+        let served_in: Gauge = Gauge::default();
+        served_in.set(i64::try_from(shards).unwrap_or(i64::MAX));
         scrape.register(
             "reputation_exporter_shards",
-            "Slices the per-asset series are served in (metrics.shards); the same on every slice",
-            slices,
+            "Shards the per-asset series are served in (metrics.shards); the same on every shard",
+            served_in,
         );
         // Writing into a String cannot fail.
         let _ = prometheus_client::encoding::text::encode_registry(out, &self.head);

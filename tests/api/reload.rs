@@ -267,7 +267,7 @@ async fn a_reload_says_in_its_answer_what_waits_for_a_restart() {
 }
 
 #[tokio::test]
-async fn a_reload_that_changes_the_slices_renders_the_account_again_in_them() {
+async fn a_reload_that_changes_the_shards_renders_the_account_again_in_them() {
     let eu = SimulatedApi::new(8, 0);
     let eu_url = eu.spawn().await.unwrap();
     let shards = Arc::new(std::sync::atomic::AtomicUsize::new(1));
@@ -293,7 +293,7 @@ async fn a_reload_that_changes_the_slices_renders_the_account_again_in_them() {
     shards.store(4, std::sync::atomic::Ordering::SeqCst);
     let answer = app.post("/-/reload").await.text().await.unwrap();
     assert!(answer.contains("changed: eu;"), "{answer}");
-    eventually("slice 3 of 4 served", || async {
+    eventually("shard 3 of 4 served", || async {
         let answer = app.get("/probe?target=eu&shard=3").await;
         answer.status() == 200
             && answer

@@ -1,9 +1,9 @@
-//! `metrics.shards`: the per-asset series served in slices on `/metrics?shard=I` and
-//! `/probe?target=NAME&shard=I`, each slice a self-contained target.
+//! `metrics.shards`: the per-asset series served in shards on `/metrics?shard=I` and
+//! `/probe?target=NAME&shard=I`, each shard a self-contained target.
 
 use std::collections::BTreeSet;
 
-use reputation_exporter::vocabulary::{Kind, slice_of};
+use reputation_exporter::vocabulary::{Kind, shard_of};
 use reputation_simulate::SimulatedApi;
 
 use crate::helpers::{Options, spawn_accounts, spawn_app_with, up, value};
@@ -44,7 +44,7 @@ fn own_families(body: &str) -> BTreeSet<String> {
 }
 
 #[tokio::test]
-async fn four_slices_each_serve_their_assets_and_the_exporters_own_metrics_and_add_up_to_the_whole()
+async fn four_shards_each_serve_their_assets_and_the_exporters_own_metrics_and_add_up_to_the_whole()
 {
     let app = spawn_app_with(Options {
         upstream: SimulatedApi::new(60, 40),
@@ -72,10 +72,10 @@ async fn four_slices_each_serve_their_assets_and_the_exporters_own_metrics_and_a
             .await
             .unwrap();
         for (line, kind, asset) in asset_lines(&body) {
-            assert_eq!(slice_of(kind, &asset, 4), shard, "{line}");
-            assert!(union.insert(line.clone()), "{line} in two slices");
+            assert_eq!(shard_of(kind, &asset, 4), shard, "{line}");
+            assert!(union.insert(line.clone()), "{line} in two shards");
         }
-        assert_eq!(own_families(&body), own_families(&whole), "slice {shard}");
+        assert_eq!(own_families(&body), own_families(&whole), "shard {shard}");
         assert_eq!(value(&body, "reputation_exporter_shards"), 4.0);
         assert_eq!(value(&body, "reputation_up"), 1.0);
         assets[0] += value(&body, "reputation_assets{kind=\"ip\"}");
@@ -86,7 +86,7 @@ async fn four_slices_each_serve_their_assets_and_the_exporters_own_metrics_and_a
     let now_lines: BTreeSet<String> = asset_lines(&now).into_iter().map(|l| l.0).collect();
     assert!(
         union == now_lines || union == whole_lines,
-        "the slices make the whole"
+        "the shards make the whole"
     );
     assert_eq!(
         assets,
@@ -97,7 +97,7 @@ async fn four_slices_each_serve_their_assets_and_the_exporters_own_metrics_and_a
 }
 
 #[tokio::test]
-async fn a_shard_that_is_not_a_slice_is_refused_naming_the_range() {
+async fn a_shard_that_is_not_a_shard_is_refused_naming_the_range() {
     let app = spawn_app_with(Options {
         configure: Box::new(|s| s.metrics.shards = 4),
         ..Options::default()
@@ -109,7 +109,7 @@ async fn a_shard_that_is_not_a_slice_is_refused_naming_the_range() {
         let text = answer.text().await.unwrap();
         assert!(
             text.contains(
-                "is not a slice of this exporter: give a number from 0 to 3 (metrics.shards = 4)"
+                "names no shard of this exporter: give a number from 0 to 3 (metrics.shards = 4)"
             ),
             "{text}"
         );
@@ -119,14 +119,14 @@ async fn a_shard_that_is_not_a_slice_is_refused_naming_the_range() {
 }
 
 #[tokio::test]
-async fn a_gzip_slice_is_the_plain_slice_compressed() {
+async fn a_gzip_shard_is_the_plain_shard_compressed() {
     let app = spawn_app_with(Options {
         configure: Box::new(|s| s.metrics.shards = 3),
         ..Options::default()
     })
     .await;
     app.metrics_when("served", up).await;
-    let slice = |gzip: bool| {
+    let shard = |gzip: bool| {
         let headers: &[(&str, &str)] = if gzip {
             &[("accept-encoding", "gzip")]
         } else {
@@ -140,7 +140,7 @@ async fn a_gzip_slice_is_the_plain_slice_compressed() {
             (gzipped, bytes)
         }
     };
-    let (gzipped, compressed) = slice(true).await;
+    let (gzipped, compressed) = shard(true).await;
     assert!(gzipped);
     let mut plain = String::new();
     std::io::Read::read_to_string(
@@ -148,7 +148,7 @@ async fn a_gzip_slice_is_the_plain_slice_compressed() {
         &mut plain,
     )
     .unwrap();
-    let (_, identity) = slice(false).await;
+    let (_, identity) = shard(false).await;
     let identity = String::from_utf8(identity.to_vec()).unwrap();
     let per_asset =
         |body: &str| -> Vec<String> { asset_lines(body).into_iter().map(|l| l.0).collect() };
@@ -157,7 +157,7 @@ async fn a_gzip_slice_is_the_plain_slice_compressed() {
 }
 
 #[tokio::test]
-async fn probe_serves_an_accounts_slice_too() {
+async fn probe_serves_an_accounts_shard_too() {
     let app = spawn_accounts(
         vec![
             ("eu", SimulatedApi::new(20, 10), "demo-token"),
@@ -177,7 +177,7 @@ async fn probe_serves_an_accounts_slice_too() {
             .await
             .unwrap();
         for (line, kind, asset) in asset_lines(&body) {
-            assert_eq!(slice_of(kind, &asset, 2), shard, "{line}");
+            assert_eq!(shard_of(kind, &asset, 2), shard, "{line}");
             union.insert(line);
         }
         assert_eq!(value(&body, "reputation_exporter_shards"), 2.0);

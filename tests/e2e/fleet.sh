@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
-# A sliced exporter in a hashmod-sharded Prometheus fleet, with the shipped files: two replicas
+# A sharded exporter in a hashmod-sharded Prometheus fleet, with the shipped files: two replicas
 # of one exporter configuration polling 20,000 assets with metrics.shards = 4; two Prometheus
-# servers, each keeping half of the four slices (both replicas of each) by hashmod
-# (deploy/prometheus/fleet/scrape-slices.yml) and evaluating alerts-servers.yml; a third
+# servers, each keeping half of the four shards (both replicas of each) by hashmod
+# (deploy/prometheus/fleet/scrape-shards.yml) and evaluating alerts-servers.yml; a third
 # federating from both (federate.yml) and evaluating alerts-global.yml; both servers also
 # remote-write (remote-write.yml) to a VictoriaMetrics single-node. The global view holds what
-# the servers' recording rules made of their slices and the slices' health, never the per-asset
+# the servers' recording rules made of their shards and the shards' health, never the per-asset
 # series: through the third and through VictoriaMetrics alike, every asset counted once over
-# its replicas, the four slices seen, the dashboard's fleet view answered the same, the
+# its replicas, the four shards seen, the dashboard's fleet view answered the same, the
 # account-wide alert fired there (by Prometheus, and by vmalert on VictoriaMetrics). A low
-# Sender Score fires ReputationSenderScoreLow on the server that holds its asset's slice and on
-# no other; a slice that stops being scraped fires ReputationShardsMissing on the global view.
+# Sender Score fires ReputationSenderScoreLow on the server that holds its asset's shard and on
+# no other; a shard that stops being scraped fires ReputationShardsMissing on the global view.
 # Intervals and `for:` durations are shortened; everything listens on 127.0.0.1.
 #
 # Usage: tests/e2e/fleet.sh [path/to/reputation-exporter] [ASSETS]
@@ -53,13 +53,13 @@ start() {
     local name=$1 port=$2
     printf 'global:\n  scrape_interval: 5s\n  evaluation_interval: 5s\nrule_files: ["%s"]\n' "$4" \
         >"$work/$name.yml"
-    # Remote write before the scrape job, which thus ends the file (a slice is dropped below by
+    # Remote write before the scrape job, which thus ends the file (a shard is dropped below by
     # appending to its relabelling).
     [ -z "${5:-}" ] || sed -n '/^remote_write:/,$p' "$5" >>"$work/$name.yml"
     sed -n '/^scrape_configs:/,$p' "$3" >>"$work/$name.yml"
     promtool check config "$work/$name.yml" >/dev/null || fail "the $name configuration is invalid"
     # Federated samples are never marked stale (they carry timestamps): a look-back of 60s
-    # instead of 5m lets the global view see a slice go within the test's time. It must span the
+    # instead of 5m lets the global view see a shard go within the test's time. It must span the
     # gap between two of a server's rule evaluations, which a loaded machine stretches from 10s
     # to 40s by skipping some.
     prometheus --config.file="$work/$name.yml" --storage.tsdb.path="$work/$name-data" \
@@ -78,7 +78,7 @@ for server in 0 1; do
         -e "s#reputation-exporter-2:9525#127.0.0.1:${replica_ports[1]}#" \
         -e 's/scrape_interval: 1m/scrape_interval: 10s/' -e 's/scrape_timeout: 30s/scrape_timeout: 10s/' \
         -e "s/regex: \"0\"/regex: \"$server\"/" \
-        deploy/prometheus/fleet/scrape-slices.yml >"$work/scrape-$server.yml"
+        deploy/prometheus/fleet/scrape-shards.yml >"$work/scrape-$server.yml"
     start "server-$server" "${ports[$server]}" "$work/scrape-$server.yml" "$work/alerts-servers.yml" \
         "$work/remote-write.yml"
 done
@@ -88,11 +88,11 @@ sed -e "s#prometheus-0:9090#127.0.0.1:${ports[0]}#" -e "s#prometheus-1:9090#127.
     deploy/prometheus/fleet/federate.yml >"$work/federate.yml"
 start global "$global_port" "$work/federate.yml" "$work/alerts-global.yml"
 
-# Each server scrapes two of the four slices from each replica, and the global view counts every
+# Each server scrapes two of the four shards from each replica, and the global view counts every
 # asset once.
 scraping() { test "$(query "${ports[$1]}" 'count(up{job="reputation"} == 1)')" = 4; }
 for server in 0 1; do
-    wait_for "server $server scraping two slices" 120 scraping "$server"
+    wait_for "server $server scraping two shards" 120 scraping "$server"
 done
 # The global view counts every asset once, from the servers' recording rules, and holds none of
 # the per-asset series; VictoriaMetrics alike.
@@ -100,8 +100,8 @@ count_assets() { test "$(query "$1" 'sum(account_kind:reputation_assets:count{jo
 wait_for "the global view counting $assets assets" 180 count_assets "$global_port"
 wait_for "VictoriaMetrics counting $assets assets" 180 count_assets "$vm_port"
 for store in "$global_port" "$vm_port"; do
-    slices=$(query "$store" 'count(count by (shard) (reputation_exporter_shards{job="reputation"}))')
-    [ "$slices" = 4 ] || fail "the global view on port $store sees $slices slices, not 4"
+    shards=$(query "$store" 'count(count by (shard) (reputation_exporter_shards{job="reputation"}))')
+    [ "$shards" = 4 ] || fail "the global view on port $store sees $shards shards, not 4"
     [ -z "$(query "$store" 'count(reputation_asset_info)')" ] ||
         fail "the global view on port $store holds per-asset series"
 done
@@ -109,7 +109,7 @@ held=$(query "${ports[0]}" 'count(max without (instance) (reputation_asset_info)
 series_0=$(query "${ports[0]}" 'count({__name__=~".+"})')
 series_global=$(query "$global_port" 'count({__name__=~".+"})')
 series_vm=$(query "$vm_port" 'count({__name__=~".+"})')
-echo "fleet: server 0 holds $held assets ($series_0 series), server 1 $((assets - held)); the global view counts $assets, in 4 slices, in $series_global series (VictoriaMetrics: $series_vm)"
+echo "fleet: server 0 holds $held assets ($series_0 series), server 1 $((assets - held)); the global view counts $assets, in 4 shards, in $series_global series (VictoriaMetrics: $series_vm)"
 [ "$series_global" -lt 2000 ] && [ "$series_vm" -lt 2000 ] || fail "the global views hold more than the aggregates"
 
 # The dashboard's fleet view as Grafana asks it (variables at All): the same answers from the
@@ -161,7 +161,7 @@ vm_standing() { test "$(query "$vm_port" 'ALERTS{alertname="ReputationBlackliste
 wait_for "ReputationBlacklistedAssets on VictoriaMetrics" 120 vm_standing
 echo "fleet: ReputationBlacklistedAssets fires on VictoriaMetrics too (vmalert over the remote-written aggregates)"
 
-# A low score, and the server whose slice holds it (the global view has it once the servers'
+# A low score, and the server whose shard holds it (the global view has it once the servers'
 # recording rules have run and it has federated their result).
 low_score() {
     curl -sfG "http://127.0.0.1:$global_port/api/v1/query" \
@@ -172,15 +172,15 @@ low_score() {
 wait_for "an asset below 70 on the global view" 120 low_score
 read -r kind asset <"$work/low-score.txt"
 [ -n "${asset:-}" ] || fail "no asset below 70 in the fleet"
-read -r slice holder < <(python3 - "$kind" "$asset" <<'PY'
+read -r shard holder < <(python3 - "$kind" "$asset" <<'PY'
 import hashlib, sys
 h = 0xcbf29ce484222325
 for b in f"{sys.argv[1]}/{sys.argv[2]}".encode():
     h = ((h ^ b) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
-slice = h % 4
+shard = h % 4
 # Prometheus' hashmod: the last 8 bytes of the MD5 of the value, big-endian, modulo.
-server = int.from_bytes(hashlib.md5(str(slice).encode()).digest()[8:], "big") % 2
-print(slice, server)
+server = int.from_bytes(hashlib.md5(str(shard).encode()).digest()[8:], "big") % 2
+print(shard, server)
 PY
 )
 other=$((1 - holder))
@@ -188,11 +188,11 @@ firing="ALERTS{alertname=\"ReputationSenderScoreLow\",alertstate=\"firing\",asse
 alert_on() { test "$(query "${ports[$1]}" "$firing")" = 1; }
 wait_for "ReputationSenderScoreLow for $asset on server $holder" 120 alert_on "$holder"
 [ -z "$(query "${ports[$other]}" "$firing")" ] || fail "server $other fired for $asset too"
-echo "fleet: $kind $asset (slice $slice) fires ReputationSenderScoreLow on server $holder, not on server $other"
+echo "fleet: $kind $asset (shard $shard) fires ReputationSenderScoreLow on server $holder, not on server $other"
 quiet=$(query "$global_port" 'count(ALERTS{alertname=~"ReputationShardsMissing|ReputationShardingMismatch"})')
 [ -z "$quiet" ] || fail "a fleet alert fires on a complete fleet"
 
-# Server 1 stops scraping one of its slices: the global view misses it.
+# Server 1 stops scraping one of its shards: the global view misses it.
 dropped=$(curl -sfG "http://127.0.0.1:${ports[1]}/api/v1/query" --data-urlencode 'query=up{job="reputation"}' |
     python3 -c 'import json,sys; print(sorted(r["metric"]["shard"] for r in json.load(sys.stdin)["data"]["result"])[0])')
 printf '      - source_labels: [shard]\n        regex: "%s"\n        action: drop\n' "$dropped" >>"$work/server-1.yml"
@@ -201,5 +201,5 @@ curl -sf -X POST "http://127.0.0.1:${ports[1]}/-/reload" || fail "server 1 did n
 missing() { test "$(query "$global_port" 'ALERTS{alertname="ReputationShardsMissing",alertstate="firing"}')" = 1; }
 wait_for "ReputationShardsMissing on the global view" 180 missing
 seen=$(query "$global_port" 'count(count by (shard) (reputation_exporter_shards{job="reputation"}))')
-echo "fleet: slice $dropped no longer scraped: ReputationShardsMissing fires on the global view ($seen of 4 slices)"
+echo "fleet: shard $dropped no longer scraped: ReputationShardsMissing fires on the global view ($seen of 4 shards)"
 echo "fleet: passed"
