@@ -33,13 +33,8 @@
     // reputation.pages hold them until the data says they are over.
     keepFiringFor: '3m',
 
-    // The standing conditions of one asset (ReputationSenderScoreLow, ReputationSndsRed:
-    // warnings, never paged) are evaluated at the pace the data changes, and carried over a
-    // gap for two of those evaluations.
-    standingInterval: '5m',
-    standingKeepFiringFor: '10m',
-
-    // ReputationSenderScoreLow (warning): a score below the floor for this long.
+    // ReputationSenderScoreLowAssets (warning, one per account): assets below the floor, for
+    // this long.
     senderScoreFloor: 70,
     senderScoreLowFor: '30m',
     // The dashboard colours scores from here on green (orange between floor and this).
@@ -57,8 +52,11 @@
     // no report names the new listing for this long, the time a report that follows the list
     // takes to name it (when it does, ReputationBlacklistListed pages instead).
     listingCountFor: '2m',
-    // ReputationSndsRed (warning).
+    // ReputationSndsRedAssets (warning, one per account): assets SNDS rates red, for this long.
     sndsRedFor: '1h',
+    // The account-level warnings name this many of their worst assets (of the worstKept the
+    // recording rules keep per kind and shard).
+    worstNamed: 5,
     // ReputationBlacklistedAssets and ReputationSndsBlockedAssets (info): the standing
     // conditions of an account, one alert each, once they have stood this long.
     standingFor: '15m',
@@ -124,6 +122,10 @@
     changesKept: 50,
     changesWindowSeconds: 86400,
 
+    // The dashboard's address in your Grafana (e.g.
+    // 'https://grafana.example.com/d/reputation-exporter'); when set, the account-level
+    // warnings link it (annotation dashboard_url). Empty: no link.
+    dashboardUrl: '',
     // The dashboard.
     dashboardUid: 'reputation-exporter',
     dashboardTitle: 'Sending reputation',

@@ -21,7 +21,7 @@ function(config={})
     local group(name) = [g for g in mixin.prometheusAlerts.groups if g.name == name],
     'prometheus/fleet/alerts-servers.yml': '# What each server of a hashmod-sharded fleet evaluates on the shards it scrapes: the\n'
                                            + '# per-asset and health alerts, and the recording rules the global view reads.\n'
-                                           + generated + yaml({ groups: group('reputation.alerts') + group('reputation.standing') + mixin.prometheusRules.groups }),
+                                           + generated + yaml({ groups: group('reputation.alerts') + mixin.prometheusRules.groups }),
     'prometheus/fleet/alerts-global.yml': '# What the global view of a sharded fleet evaluates (Thanos or Mimir ruler, the\n'
                                           + '# federating Prometheus, or vmalert over VictoriaMetrics): the account-wide alerts, over\n'
                                           + "# the recording rules the servers send it and the shards' own series.\n"

@@ -26,8 +26,6 @@
   // Carried over a gap in the data (a failed scrape, a restart): resolved only when the data
   // has said it is over for this long.
   local bridged = { keep_firing_for: c.keepFiringFor },
-  // The same at the standing group's interval: two of its evaluations.
-  local standingBridged = { keep_firing_for: c.standingKeepFiringFor },
   // The account an alert is about, in its description.
   local who = '{{ if $labels.%(a)s }}account {{ $labels.%(a)s }} (job {{ $labels.job }}){{ else }}job {{ $labels.job }}{{ end }}' % { a: c.accountLabel },
 
@@ -50,6 +48,26 @@
   local page(name, aggregation) = '%s without (%s) (%s)' % [aggregation, c.shardLabel, rec(name)],
   // A recording rule's result, over four of its evaluations (they come every rulesInterval).
   local recorded(name) = 'last_over_time(%s{%s}[%s])' % [name, c.selector, c.recordedWindow],
+  // The first `c.worstNamed` assets of a recorded list of worst assets (`order`: bottomk or
+  // topk) of the alert's account, for a description: "kind asset (value), ..." lowest first,
+  // or without the value, by name.
+  local worst(name, order, value=true) =
+    local selection = '%(order)s(%(n)d, last_over_time(%(name)s{%(sel)s, %(a)s=%%q}[%(w)s]))' % {
+      order: order,
+      n: c.worstNamed,
+      name: name,
+      sel: std.strReplace(c.selector, '"', '\\"'),
+      a: c.accountLabel,
+      w: c.recordedWindow,
+    };
+    local asked = 'query (printf "%s" $labels.%s)' % [if value then 'sort(%s)' % selection else selection, c.accountLabel];
+    '{{ range $i, $worst := %s }}{{ if $i }}, {{ end }}{{ .Labels.kind }} {{ .Labels.asset }}%s{{ end }}'
+    % [if value then asked else asked + ' | sortByLabel "asset"', if value then ' ({{ .Value }})' else ''],
+  // The dashboard, linked from the account-level alerts when its address is configured.
+  local dashboard =
+    if c.dashboardUrl == '' then {} else {
+      annotations+: { dashboard_url: '%s?var-job={{ $labels.job }}&var-account={{ $labels.%s }}' % [c.dashboardUrl, c.accountLabel] },
+    },
 
   // `expr` with the asset's team tag as a `team` label, when _config.teamTag names them (one
   // team per asset: of several matching tags, the alert carries one; an asset without one
@@ -170,34 +188,6 @@
           ),
         ],
       },
-      // Standing conditions of one asset, reported as warnings and never paged, evaluated at
-      // the pace the data changes (the poll): each holds an alert per asset, which Prometheus
-      // keeps and writes at every evaluation, so evaluating them every minute would cost most
-      // of the alerts' time on a large fleet (docs/benchmarks.md).
-      {
-        name: 'reputation.standing',
-        interval: c.standingInterval,
-        rules: [
-          // A standing condition: reported at warning, never paged. -1 / null scores give no
-          // sample, so they never fire this.
-          alert(
-            'ReputationSenderScoreLow',
-            'warning',
-            any('reputation_senderscore', '< %s' % c.senderScoreFloor),
-            'Sender Score is low.',
-            'The Sender Score of {{ $labels.kind }} {{ $labels.asset }} is {{ $value }}, below %(senderScoreFloor)s. Mail from it is likely to be filtered.' % c,
-            pendingFor(c.senderScoreLowFor) + standingBridged,
-          ),
-          alert(
-            'ReputationSndsRed',
-            'warning',
-            any('reputation_snds_reputation', '== 1', 'reputation_snds_reputation="red"'),
-            'Microsoft SNDS reputation is red.',
-            'Microsoft SNDS rates {{ $labels.kind }} {{ $labels.asset }} red: Outlook.com filters most of its mail.',
-            pendingFor(c.sndsRedFor) + standingBridged,
-          ),
-        ],
-      },
       // The account as a whole, from the recording rules (rules.libsonnet) and the shards'
       // own series: where every shard is seen (the one Prometheus, or the global view of a
       // hashmod fleet, which holds the rules' results and not every asset).
@@ -221,6 +211,26 @@
             'Microsoft SNDS reports assets blocked.',
             '{{ $value }} asset(s) of %s are blocked by Microsoft SNDS. New blocks page on their own; see the dashboard for these.' % who,
             pendingFor(c.standingFor),
+          ),
+
+          // The standing conditions of assets, one ticket per account whatever their number
+          // (an alert per asset would be tens of thousands on a large fleet, past what
+          // Prometheus' notifier queue holds): how many, and the worst of them by name.
+          alert(
+            'ReputationSenderScoreLowAssets',
+            'warning',
+            'sum by (%s) (%s) > 0' % [account, recorded('account_kind:reputation_senderscore_low_assets:count')],
+            'Assets have a low Sender Score.',
+            '{{ $value }} asset(s) of %s have a Sender Score below %s; mail from them is likely to be filtered. Lowest: %s.' % [who, c.senderScoreFloor, worst('asset:reputation_senderscore:bottomk', 'bottomk')],
+            pendingFor(c.senderScoreLowFor) + dashboard,
+          ),
+          alert(
+            'ReputationSndsRedAssets',
+            'warning',
+            'sum by (%s) (last_over_time(account_kind:reputation_snds_reputation:count{%s, reputation_snds_reputation="red"}[%s])) > 0' % [account, c.selector, c.recordedWindow],
+            'Microsoft SNDS rates assets red.',
+            '{{ $value }} asset(s) of %s are rated red by Microsoft SNDS: Outlook.com filters most of their mail. Among them: %s.' % [who, worst('asset:reputation_snds_red:topk', 'topk', value=false)],
+            pendingFor(c.sndsRedFor) + dashboard,
           ),
 
           alert(

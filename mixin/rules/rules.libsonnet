@@ -64,6 +64,12 @@
             record: 'account_kind:reputation_snds_reputation:count',
             expr: 'count by (%s) (%s == 1)' % [kept('kind, reputation_snds_reputation'), one('reputation_snds_reputation')],
           },
+          // Assets with a Sender Score below the floor, per kind (0 when none): the count of
+          // ReputationSenderScoreLowAssets.
+          {
+            record: 'account_kind:reputation_senderscore_low_assets:count',
+            expr: 'count by (%(by)s) (%(x)s < %(floor)d) or 0 * count by (%(by)s) (%(x)s)' % { by: kept('kind'), x: one('reputation_senderscore'), floor: c.senderScoreFloor },
+          },
           // Worst (lowest) Sender Score per kind.
           {
             record: 'account_kind:reputation_senderscore:min',
@@ -79,6 +85,12 @@
           {
             record: 'asset:reputation_senderscore:bottomk',
             expr: 'bottomk by (%s) (%d, %s)' % [kept('kind'), c.worstKept, one('reputation_senderscore')],
+          },
+          // Assets Microsoft SNDS rates red, at most worstKept per kind: the ones
+          // ReputationSndsRedAssets names.
+          {
+            record: 'asset:reputation_snds_red:topk',
+            expr: 'topk by (%s) (%d, %s == 1)' % [kept('kind'), c.worstKept, one('reputation_snds_reputation', 'reputation_snds_reputation="red"')],
           },
           // The assets on the most blacklists, at most worstKept per kind (none when none is
           // listed).

@@ -40,7 +40,7 @@ promtool test rules "$work/team/prometheus/tests/mixin_team_test.yml" >"$work/te
     fail "promtool test rules on the rendering with teamTag"
 echo "team: a team-tagged asset's new listing carries team for Alertmanager's routing"
 
-override='{senderScoreFloor: 80, senderScoreGood: 90, selector: "job=\"mail-reputation\"", accountLabel: "tenant", replicaLabel: "pod", keepFiringFor: "5m", runbookUrl: "https://wiki.example.com/reputation/runbook"}'
+override='{senderScoreFloor: 80, senderScoreGood: 90, selector: "job=\"mail-reputation\"", accountLabel: "tenant", replicaLabel: "pod", keepFiringFor: "5m", runbookUrl: "https://wiki.example.com/reputation/runbook", dashboardUrl: "https://grafana.example.com/d/reputation-exporter"}'
 render "$work/override" "$override"
 promtool check rules "$work/override/prometheus/alerts.yml" "$work/override/prometheus/rules.yml" >"$work/check.log" 2>&1 ||
     fail "promtool check rules on the override's rendering"
@@ -81,11 +81,16 @@ def check(what, got, want):
     assert got == want, f"{what}: {got!r}, expected {want!r}"
 
 da, oa = alerts(d), alerts(o)
-check("default score alert", da["ReputationSenderScoreLow"]["expr"], 'max without (instance, shard) (reputation_senderscore{job="reputation"} < 70)')
-check("override score alert", oa["ReputationSenderScoreLow"]["expr"], 'max without (pod, shard) (reputation_senderscore{job="mail-reputation"} < 80)')
+check("default score alert", da["ReputationSenderScoreLowAssets"]["expr"], 'sum by (job, account) (last_over_time(account_kind:reputation_senderscore_low_assets:count{job="reputation"}[20m])) > 0')
+check("override score alert", oa["ReputationSenderScoreLowAssets"]["expr"], 'sum by (job, tenant) (last_over_time(account_kind:reputation_senderscore_low_assets:count{job="mail-reputation"}[20m])) > 0')
+low_count = next(r for g in o["prometheusRules"]["groups"] for r in g["rules"] if r.get("record") == "account_kind:reputation_senderscore_low_assets:count")
+assert "reputation_senderscore{job=\"mail-reputation\"}) < 80)" in low_count["expr"], low_count
+assert "tenant=%q" in oa["ReputationSenderScoreLowAssets"]["annotations"]["description"], "the worst assets of the alert's account"
+assert "dashboard_url" not in da["ReputationSndsRedAssets"]["annotations"], "no link without dashboardUrl"
+check("dashboard link", oa["ReputationSndsRedAssets"]["annotations"]["dashboard_url"], "https://grafana.example.com/d/reputation-exporter?var-job={{ $labels.job }}&var-account={{ $labels.tenant }}")
 check("override gap tolerance", oa["ReputationApiDown"]["keep_firing_for"], "5m")
 assert "keep_firing_for" not in oa["ReputationBlacklistListed"], "the pages are held by the rules, not keep_firing_for"
-assert "below 80." in oa["ReputationSenderScoreLow"]["annotations"]["description"]
+assert "below 80;" in oa["ReputationSenderScoreLowAssets"]["annotations"]["description"]
 for name, rule in oa.items():
     expr = rule["expr"]
     if name != "ReputationExporterReloadFailed":
@@ -141,8 +146,8 @@ import json, sys
 out = json.load(open(sys.argv[1]))
 rule = out["reputation-prometheusrule"]
 rules = [r for g in rule["spec"]["groups"] for r in g["rules"]]
-low = next(r for r in rules if r.get("alert") == "ReputationSenderScoreLow")
-assert low["expr"] == 'max without (instance, shard) (reputation_senderscore{job="mail-reputation"} < 80)', low
+low = next(r for r in rules if r.get("record") == "account_kind:reputation_senderscore_low_assets:count")
+assert 'max without (instance) (reputation_senderscore{job="mail-reputation"}) < 80)' in low["expr"], low
 assert any("record" in r for r in rules), "no recording rules"
 assert out["reputation-dashboard"]["uid"] == "reputation-exporter"
 print(f"docs/deploying.md example: {len(rules)} rules in the PrometheusRule, the dashboard")

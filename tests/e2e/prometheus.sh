@@ -152,9 +152,9 @@ wait_for "recording rule asset:reputation_senderscore:bottomk" 30 \
 echo "e2e: recording rules evaluated"
 
 # The demo always has addresses scored below 70.
-wait_for "ReputationSenderScoreLow firing" 30 \
-    has_series 'ALERTS{alertname="ReputationSenderScoreLow",alertstate="firing"}' 1
-echo "e2e: ReputationSenderScoreLow firing"
+wait_for "ReputationSenderScoreLowAssets firing, once for the account" 30 \
+    has_series 'ALERTS{alertname="ReputationSenderScoreLowAssets",alertstate="firing"}' 1
+echo "e2e: ReputationSenderScoreLowAssets firing"
 if has_series 'ALERTS{alertname=~"ReputationApiTokenRejected|ReputationExporterDown",alertstate="firing"}' 1; then
     fail "an alert that the demo must not trigger is firing"
 fi

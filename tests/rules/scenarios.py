@@ -279,8 +279,8 @@ SEVERITY = {
     "ReputationSenderScoreDropped": "critical",
     "ReputationSndsBlocked": "critical",
     "ReputationDataStale": "critical",
-    "ReputationSenderScoreLow": "warning",
-    "ReputationSndsRed": "warning",
+    "ReputationSenderScoreLowAssets": "warning",
+    "ReputationSndsRedAssets": "warning",
     "ReputationBlacklistedAssets": "info",
     "ReputationSndsBlockedAssets": "info",
 }
@@ -392,11 +392,11 @@ def scenarios():
         "installation",
         """A new installation on a fleet with what stands: listings days old (named by reports,
 and one the list counts that no report names), a low score, SNDS red, an SNDS block
-(no change at the API's last check): no page over six hours; tickets for the score
-(after 30m) and SNDS red (after 1h), one info alert per account for the listings and the
-block (15m after the recording rules first wrote them: they run every 5m).""",
+(no change at the API's last check): no page over six hours; one ticket per account for
+the low scores (after 30m) and for SNDS red (after 1h), one info alert per account for the
+listings and the block (15m after the recording rules first wrote them: they run every 5m).""",
         360,
-        CRITICAL + ["ReputationSenderScoreLow", "ReputationSndsRed", "ReputationBlacklistedAssets", "ReputationSndsBlockedAssets"],
+        CRITICAL + ["ReputationSenderScoreLowAssets", "ReputationSndsRedAssets", "ReputationBlacklistedAssets", "ReputationSndsBlockedAssets"],
     )
     r = Replica("exporter:9525", 0)
     serve_listing(t, [r], ip(1), {"SpamCop": [(OLD, 10**6)], "Spamhaus SBL": [(OLD - 600, 10**6)]})
@@ -407,8 +407,8 @@ block (15m after the recording rules first wrote them: they run every 5m).""",
     t.served("reputation_snds_reputation", {**ip(4), "reputation_snds_reputation": "red"}, r, lambda m: 1)
     t.served("reputation_snds_blocked", ip(5), r, lambda m: 1)
     t.served("reputation_snds_blocked_change", ip(5), r, lambda m: 0)
-    t.expect("ReputationSenderScoreLow", ip(3), (30, 359))
-    t.expect("ReputationSndsRed", {**ip(4), "reputation_snds_reputation": "red"}, (60, 359))
+    t.expect("ReputationSenderScoreLowAssets", {}, (30, 359), settle=1)
+    t.expect("ReputationSndsRedAssets", {}, (60, 359), settle=1)
     t.expect("ReputationBlacklistedAssets", {}, (15, 359), settle=1)
     t.expect("ReputationSndsBlockedAssets", {}, (15, 359), settle=1)
     out["alerts_test.yml"].append(t)
@@ -612,7 +612,7 @@ def main():
     fix_long_expectations(out)
     for file, timelines in out.items():
         text = HEADERS[file]
-        text += "rule_files:\n  - ../alerts.yml\n  - ../rules.yml\n\nevaluation_interval: 1m\n# The pages group first, as the stories have it: the alerts read what it recorded that minute.\ngroup_eval_order: [reputation.pages, reputation.alerts, reputation.standing, reputation.fleet, reputation.rules, reputation.changes]\n\ntests:\n"
+        text += "rule_files:\n  - ../alerts.yml\n  - ../rules.yml\n\nevaluation_interval: 1m\n# The pages group first, as the stories have it: the alerts read what it recorded that minute.\ngroup_eval_order: [reputation.pages, reputation.alerts, reputation.fleet, reputation.rules, reputation.changes]\n\ntests:\n"
         text += "\n".join(t.render() for t in timelines) + "\n"
         with open(os.path.join(OUT, file), "w") as f:
             f.write(text)
