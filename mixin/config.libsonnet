@@ -99,7 +99,11 @@
     // ReputationShardsMissing and ReputationShardingMismatch (group reputation.fleet, for
     // the global view: the one Prometheus, or Thanos / Mimir's ruler or the federating server
     // over a hashmod fleet, never a server that scrapes some shards only).
-    shardsMissingFor: '15m',
+    // A shard not scraped for shardsSeenWindow, and still not after shardsMissingFor, pages:
+    // a dead server of a hashmod fleet within 5 minutes (its shards' last samples are at most
+    // a scrape and a federation or remote-write interval old, 2 minutes at the shipped 1m).
+    shardsSeenWindow: '3m',
+    shardsMissingFor: '1m',
 
     // Each alert links runbookUrl#<alert name in lower case>, the runbook's heading for it.
     runbookUrl: 'https://github.com/reputation-exporter/reputation-exporter/blob/main/docs/runbook.md',

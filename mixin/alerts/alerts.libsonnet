@@ -236,12 +236,15 @@
           alert(
             'ReputationShardsMissing',
             'critical',
+            // The shards seen in the last shardsSeenWindow, not at an instant: a server that
+            // dies sends no stale markers (federation and remote write keep its last samples
+            // for the whole look-back), so an instant count would see it for minutes more.
             |||
-              count by (%(account)s, %(replicaLabel)s) (reputation_exporter_shards{%(selector)s})
-              < max by (%(account)s, %(replicaLabel)s) (reputation_exporter_shards{%(selector)s})
+              count by (%(account)s, %(replicaLabel)s) (count_over_time(reputation_exporter_shards{%(selector)s}[%(shardsSeenWindow)s]))
+              < max by (%(account)s, %(replicaLabel)s) (max_over_time(reputation_exporter_shards{%(selector)s}[%(shardsSeenWindow)s]))
             ||| % (c { account: account }),
             'Shards of the exporter are not scraped.',
-            'Only {{ $value }} shard(s) of {{ $labels.%(replicaLabel)s }} are scraped, fewer than its metrics.shards: the assets of the others have no series and no alerts.' % c,
+            'Only {{ $value }} shard(s) of {{ $labels.%(replicaLabel)s }} were scraped in the last %(shardsSeenWindow)s, fewer than its metrics.shards: a Prometheus server of the fleet (or its remote write) is down, or a shard is left out of the scrape configuration. The assets of the missing shards have no series and no alerts.' % c,
             pendingFor(c.shardsMissingFor),
           ),
           alert(

@@ -8,10 +8,12 @@
 # the servers' recording rules made of their shards and the shards' health, never the per-asset
 # series: through the third and through VictoriaMetrics alike, every asset counted once over
 # its replicas, the four shards seen, the dashboard's fleet view answered the same, the
-# account-wide alert fired there (by Prometheus, and by vmalert on VictoriaMetrics). Low
+# account-wide alert fired there (by Prometheus, and by vmalert on VictoriaMetrics), both
+# sending to one real Alertmanager with the shipped configuration, which holds it once. Low
 # Sender Scores fire one ReputationSenderScoreLowAssets for the account on the global view,
 # naming the lowest first, and no alert per asset anywhere; a shard that stops being scraped
-# fires ReputationShardsMissing on the global view.
+# fires ReputationShardsMissing on the global view, and so does a server killed outright (no
+# stale markers), on both views.
 # Intervals and `for:` durations are shortened; everything listens on 127.0.0.1.
 #
 # Usage: tests/e2e/fleet.sh [path/to/reputation-exporter] [ASSETS]
@@ -37,7 +39,11 @@ done
 # `query PORT EXPR`: the value of an instant query's first result, empty when none.
 query() { first_value "http://127.0.0.1:$1" "$2"; }
 # Shipped rules with `for:` and the recording rules' interval shortened to 10s.
-shorten() { sed -E -e 's/^( +for: )"[^"]+"/\1"10s"/' -e 's/^( +(- )?interval: )"[^"]+"/\1"10s"/' "$1"; }
+# ReputationShardsMissing's window (3m) shortened to 40s: four of the servers' 10s scrapes.
+shorten() {
+    sed -E -e 's/^( +for: )"[^"]+"/\1"10s"/' -e 's/^( +(- )?interval: )"[^"]+"/\1"10s"/' \
+        -e 's/(reputation_exporter_shards\{[^}]*\})\[3m\]/\1[40s]/g' "$1"
+}
 shorten deploy/prometheus/fleet/alerts-servers.yml >"$work/alerts-servers.yml"
 shorten deploy/prometheus/fleet/alerts-global.yml >"$work/alerts-global.yml"
 
@@ -54,6 +60,10 @@ start() {
     local name=$1 port=$2
     printf 'global:\n  scrape_interval: 5s\n  evaluation_interval: 5s\nrule_files: ["%s"]\n' "$4" \
         >"$work/$name.yml"
+    # With $alerting (a port), its alerts go to that Alertmanager.
+    [ -z "${alerting:-}" ] ||
+        printf 'alerting:\n  alertmanagers:\n    - static_configs:\n        - targets: ["127.0.0.1:%s"]\n' \
+            "$alerting" >>"$work/$name.yml"
     # Remote write before the scrape job, which thus ends the file (a shard is dropped below by
     # appending to its relabelling).
     [ -z "${5:-}" ] || sed -n '/^remote_write:/,$p' "$5" >>"$work/$name.yml"
@@ -67,11 +77,13 @@ start() {
         --web.listen-address="127.0.0.1:$port" --web.enable-lifecycle --query.lookback-delta=60s \
         >"$work/$name.log" 2>&1 &
     pids+=($!)
+    started_pid=$!
 }
 
 # The two servers: the shipped job, the replicas' addresses, intervals shortened; server 1 keeps
 # the hash 1; each remote-writes to VictoriaMetrics what remote-write.yml keeps.
 ports=("$(free_port)" "$(free_port)")
+server_pids=("" "")
 sed -e "s#http://victoriametrics:8428#http://127.0.0.1:$vm_port#" deploy/prometheus/fleet/remote-write.yml \
     >"$work/remote-write.yml"
 for server in 0 1; do
@@ -82,12 +94,20 @@ for server in 0 1; do
         deploy/prometheus/fleet/scrape-shards.yml >"$work/scrape-$server.yml"
     start "server-$server" "${ports[$server]}" "$work/scrape-$server.yml" "$work/alerts-servers.yml" \
         "$work/remote-write.yml"
+    server_pids[server]=$started_pid
 done
 global_port=$(free_port)
 sed -e "s#prometheus-0:9090#127.0.0.1:${ports[0]}#" -e "s#prometheus-1:9090#127.0.0.1:${ports[1]}#" \
     -e 's/scrape_interval: 1m/scrape_interval: 5s/' -e 's/scrape_timeout: 50s/scrape_timeout: 5s/' \
     deploy/prometheus/fleet/federate.yml >"$work/federate.yml"
-start global "$global_port" "$work/federate.yml" "$work/alerts-global.yml"
+# A real Alertmanager with the shipped configuration, which both global views send their
+# alerts to: the account-wide alerts must reach it once, not once per view.
+alertmanager_port=$(free_port)
+prometheus-alertmanager --config.file=deploy/alertmanager/alertmanager.yml --storage.path="$work/am-data" \
+    --web.listen-address="127.0.0.1:$alertmanager_port" --cluster.listen-address= \
+    >"$work/alertmanager.log" 2>&1 &
+pids+=($!)
+alerting=$alertmanager_port start global "$global_port" "$work/federate.yml" "$work/alerts-global.yml"
 
 # Each server scrapes two of the four shards from each replica, and the global view counts every
 # asset once.
@@ -151,16 +171,34 @@ wait_for "ReputationBlacklistedAssets on the global view" 120 standing
 listed=$(query "$global_port" 'sum(account_kind:reputation_blacklisted_assets:count{job="reputation"})')
 echo "fleet: ReputationBlacklistedAssets fires on the global view, for $listed listed assets"
 # And on VictoriaMetrics' ruler (vmalert) over the aggregates remote-written there, which
-# records the alerts' state in the store as ALERTS (the notifier is a port nobody listens on).
+# records the alerts' state in the store as ALERTS, run as docs/deploying.md says: notifying the
+# same Alertmanager, without the `alertgroup` label it would add (-disableAlertgroupLabel).
 vmalert_port=$(free_port)
 vmalert -rule="$work/alerts-global.yml" -datasource.url="http://127.0.0.1:$vm_port" \
-    -remoteWrite.url="http://127.0.0.1:$vm_port" -notifier.url="http://127.0.0.1:$(free_port)" \
+    -remoteWrite.url="http://127.0.0.1:$vm_port" -notifier.url="http://127.0.0.1:$alertmanager_port" \
+    -disableAlertgroupLabel \
     -evaluationInterval=5s -httpListenAddr="127.0.0.1:$vmalert_port" -loggerLevel=ERROR \
     >"$work/vmalert.log" 2>&1 &
 pids+=($!)
 vm_standing() { test "$(query "$vm_port" 'ALERTS{alertname="ReputationBlacklistedAssets",alertstate="firing"}')" = 1; }
 wait_for "ReputationBlacklistedAssets on VictoriaMetrics" 120 vm_standing
 echo "fleet: ReputationBlacklistedAssets fires on VictoriaMetrics too (vmalert over the remote-written aggregates)"
+# Both views have sent it; Alertmanager holds it once for the account.
+sent_by_both() {
+    local prometheus vmalert
+    prometheus=$(curl -sf "http://127.0.0.1:$global_port/metrics" | awk '/^prometheus_notifications_sent_total/ {s += $2} END {print s + 0}')
+    vmalert=$(curl -sf "http://127.0.0.1:$vmalert_port/metrics" | awk '/^vmalert_alerts_sent_total/ {s += $2} END {print s + 0}')
+    [ "${prometheus%.*}" -gt 0 ] && [ "${vmalert%.*}" -gt 0 ]
+}
+wait_for "both global views notifying Alertmanager" 60 sent_by_both
+held_once() {
+    curl -sf "http://127.0.0.1:$alertmanager_port/api/v2/alerts" | python3 -c '
+import json, sys
+alerts = [a for a in json.load(sys.stdin) if a["labels"]["alertname"] == "ReputationBlacklistedAssets"]
+sys.exit(0 if len(alerts) == 1 and alerts[0]["labels"].get("account") == "main" else 1)'
+}
+wait_for "ReputationBlacklistedAssets held once by Alertmanager" 60 held_once
+echo "fleet: both global views send ReputationBlacklistedAssets; Alertmanager holds one alert for the account"
 
 # A low score (the global view has it once the servers' recording rules have run and it has
 # federated their result): one ticket for the account on the global view, naming the lowest
@@ -203,6 +241,28 @@ promtool check config "$work/server-1.yml" >/dev/null || fail "the changed serve
 curl -sf -X POST "http://127.0.0.1:${ports[1]}/-/reload" || fail "server 1 did not reload"
 missing() { test "$(query "$global_port" 'ALERTS{alertname="ReputationShardsMissing",alertstate="firing"}')" = 1; }
 wait_for "ReputationShardsMissing on the global view" 180 missing
-seen=$(query "$global_port" 'count(count by (shard) (reputation_exporter_shards{job="reputation"}))')
+seen=$(query "$global_port" 'count(count by (shard) (count_over_time(reputation_exporter_shards{job="reputation"}[40s])))')
 echo "fleet: shard $dropped no longer scraped: ReputationShardsMissing fires on the global view ($seen of 4 shards)"
+
+# Server 0 dies (SIGKILL, as a crash or a lost machine: no stale markers, so federation and
+# remote write keep its shards' last samples for their whole look-back): both global views
+# page ReputationShardsMissing from the shards seen in its window, the one shard server 1
+# still scrapes of four. At the shipped window and `for:` that is within 5 minutes
+# (health_test.yml); here both are shortened.
+{ kill -KILL "${server_pids[0]}" && wait "${server_pids[0]}"; } 2>/dev/null || true
+killed_at=$SECONDS
+# seen_once URL: the ShardsMissing alert at Prometheus' or vmalert's alerts API says 1 shard.
+seen_once() {
+    curl -sf "$1/api/v1/alerts" | python3 -c '
+import json, sys
+alerts = json.load(sys.stdin)["data"]["alerts"]
+sys.exit(0 if any((a["labels"].get("alertname") or a.get("name")) == "ReputationShardsMissing"
+                  and a["state"] == "firing" and float(a["value"]) == 1 for a in alerts) else 1)'
+}
+wait_for "ReputationShardsMissing on the federating view for server 0's shards" 180 \
+    seen_once "http://127.0.0.1:$global_port"
+federated_in=$((SECONDS - killed_at))
+wait_for "ReputationShardsMissing on vmalert for server 0's shards" 180 \
+    seen_once "http://127.0.0.1:$vmalert_port"
+echo "fleet: server 0 killed: ReputationShardsMissing (1 of 4 shards seen) on the federating view after ${federated_in}s, on vmalert over VictoriaMetrics after $((SECONDS - killed_at))s (window 40s, for 10s)"
 echo "fleet: passed"
