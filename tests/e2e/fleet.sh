@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # A sharded exporter in a hashmod-sharded Prometheus fleet, with the shipped files: two replicas
 # of one exporter configuration polling 20,000 assets with metrics.shards = 4; two Prometheus
-# servers, each keeping half of the four shards (both replicas of each) by hashmod
-# (deploy/prometheus/fleet/scrape-shards.yml) and evaluating alerts-servers.yml; a third
-# federating from both (federate.yml) and evaluating alerts-global.yml; both servers also
+# servers, each run with deploy/prometheus/fleet/scrape-shards.yml as its whole configuration
+# (addresses filled in, intervals shortened), keeping half of the four shards (both replicas of
+# each) by hashmod and evaluating alerts-servers.yml; a third run with federate.yml, federating
+# from both and evaluating alerts-global.yml; both servers also
 # remote-write (remote-write.yml) to a VictoriaMetrics single-node. The global view holds what
 # the servers' recording rules made of their shards and the shards' health, never the per-asset
 # series: through the third and through VictoriaMetrics alike, every asset counted once over
@@ -54,20 +55,17 @@ victoria-metrics -storageDataPath="$work/vm-data" -httpListenAddr="127.0.0.1:$vm
     -search.latencyOffset=0s -loggerLevel=WARN >"$work/victoria-metrics.log" 2>&1 &
 pids+=($!)
 
-# `start NAME PORT CONFIG RULES [MORE]`: a Prometheus with the scrape configuration CONFIG,
-# and the configuration MORE (remote write).
+# `start NAME PORT CONFIG [MORE]`: a Prometheus with the configuration CONFIG as shipped (its
+# rule file beside it in $work, its addresses filled in, its evaluation interval shortened),
+# and the remote write section of MORE before its scrape job, which thus ends the file (a
+# shard is dropped below by appending to its relabelling).
 start() {
-    local name=$1 port=$2
-    printf 'global:\n  scrape_interval: 5s\n  evaluation_interval: 5s\nrule_files: ["%s"]\n' "$4" \
-        >"$work/$name.yml"
-    # With $alerting (a port), its alerts go to that Alertmanager.
-    [ -z "${alerting:-}" ] ||
-        printf 'alerting:\n  alertmanagers:\n    - static_configs:\n        - targets: ["127.0.0.1:%s"]\n' \
-            "$alerting" >>"$work/$name.yml"
-    # Remote write before the scrape job, which thus ends the file (a shard is dropped below by
-    # appending to its relabelling).
-    [ -z "${5:-}" ] || sed -n '/^remote_write:/,$p' "$5" >>"$work/$name.yml"
-    sed -n '/^scrape_configs:/,$p' "$3" >>"$work/$name.yml"
+    local name=$1 port=$2 config="$work/$1.yml"
+    sed -e 's/^  evaluation_interval: 1m/  evaluation_interval: 5s/' \
+        -e "s/alertmanager:9093/127.0.0.1:$alertmanager_port/" "$3" >"$config.in"
+    sed -n '/^scrape_configs:/q;p' "$config.in" >"$config"
+    [ -z "${4:-}" ] || sed -n '/^remote_write:/,$p' "$4" >>"$config"
+    sed -n '/^scrape_configs:/,$p' "$config.in" >>"$config"
     promtool check config "$work/$name.yml" >/dev/null || fail "the $name configuration is invalid"
     # Federated samples are never marked stale (they carry timestamps): a look-back of 60s
     # instead of 5m lets the global view see a shard go within the test's time. It must span the
@@ -80,7 +78,16 @@ start() {
     started_pid=$!
 }
 
-# The two servers: the shipped job, the replicas' addresses, intervals shortened; server 1 keeps
+# A real Alertmanager with the shipped configuration, which every Prometheus of the fleet and
+# vmalert send their alerts to, as the shipped files say: the account-wide alerts must reach
+# it once, not once per global view.
+alertmanager_port=$(free_port)
+prometheus-alertmanager --config.file=deploy/alertmanager/alertmanager.yml --storage.path="$work/am-data" \
+    --web.listen-address="127.0.0.1:$alertmanager_port" --cluster.listen-address= \
+    >"$work/alertmanager.log" 2>&1 &
+pids+=($!)
+
+# The two servers: the shipped configuration, the replicas' addresses, intervals shortened; server 1 keeps
 # the hash 1; each remote-writes to VictoriaMetrics what remote-write.yml keeps.
 ports=("$(free_port)" "$(free_port)")
 server_pids=("" "")
@@ -92,22 +99,14 @@ for server in 0 1; do
         -e 's/scrape_interval: 1m/scrape_interval: 10s/' -e 's/scrape_timeout: 30s/scrape_timeout: 10s/' \
         -e "s/regex: \"0\"/regex: \"$server\"/" \
         deploy/prometheus/fleet/scrape-shards.yml >"$work/scrape-$server.yml"
-    start "server-$server" "${ports[$server]}" "$work/scrape-$server.yml" "$work/alerts-servers.yml" \
-        "$work/remote-write.yml"
+    start "server-$server" "${ports[$server]}" "$work/scrape-$server.yml" "$work/remote-write.yml"
     server_pids[server]=$started_pid
 done
 global_port=$(free_port)
 sed -e "s#prometheus-0:9090#127.0.0.1:${ports[0]}#" -e "s#prometheus-1:9090#127.0.0.1:${ports[1]}#" \
     -e 's/scrape_interval: 1m/scrape_interval: 5s/' -e 's/scrape_timeout: 50s/scrape_timeout: 5s/' \
     deploy/prometheus/fleet/federate.yml >"$work/federate.yml"
-# A real Alertmanager with the shipped configuration, which both global views send their
-# alerts to: the account-wide alerts must reach it once, not once per view.
-alertmanager_port=$(free_port)
-prometheus-alertmanager --config.file=deploy/alertmanager/alertmanager.yml --storage.path="$work/am-data" \
-    --web.listen-address="127.0.0.1:$alertmanager_port" --cluster.listen-address= \
-    >"$work/alertmanager.log" 2>&1 &
-pids+=($!)
-alerting=$alertmanager_port start global "$global_port" "$work/federate.yml" "$work/alerts-global.yml"
+start global "$global_port" "$work/federate.yml"
 
 # Each server scrapes two of the four shards from each replica, and the global view counts every
 # asset once.
