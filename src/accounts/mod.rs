@@ -5,6 +5,7 @@
 //! A reload builds a new [`Accounts`] that keeps every account whose configuration did not
 //! change, running, with its data and its report rounds.
 
+mod readiness;
 mod start;
 
 use std::path::Path;
@@ -25,6 +26,7 @@ use crate::poll::{Polled, Poller};
 use crate::telemetry::Telemetry;
 use crate::upstream::{Client, ClientError, InProcess};
 use crate::vocabulary::Endpoint;
+pub use readiness::Readiness;
 use reputation_simulate::SimulatedApi;
 use start::{Parts, Start, upstream};
 
@@ -409,17 +411,6 @@ impl Accounts {
     /// Whether every account's first list poll has ended, whatever its outcome.
     pub fn polled(&self) -> bool {
         self.0.iter().all(|a| a.polled())
-    }
-
-    /// Whether these accounts are ready to be scraped (`/-/ready`): the one account once a
-    /// list poll has succeeded; several once every account's first poll has ended, whatever
-    /// its outcome, so that one account down does not hold the others back. Both are latched
-    /// where the polls end (the latest snapshot, its cycle count), so this never goes back.
-    pub fn ready(&self) -> bool {
-        match self.single() {
-            Some(one) => one.latest.current().ready,
-            None => self.polled(),
-        }
     }
 }
 

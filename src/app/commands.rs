@@ -14,7 +14,8 @@ use reputation_simulate::SimulatedApi;
 
 /// `--once`: polls one account once, with one short round of retries (an unreachable API is
 /// reported within seconds), and writes its exposition to `out`; true when every endpoint
-/// answered, and otherwise logs which did not and why.
+/// answered, and otherwise logs which did not and why, and whether a serving exporter would be
+/// ready with what it got (`/-/ready`'s answer).
 pub async fn once(
     config: Config,
     target: Option<&str>,
@@ -34,6 +35,7 @@ pub async fn once(
     if !ok {
         error!(
             failed = %account.failures().join(", "),
+            ready = account.readiness().words(),
             "--once: not every endpoint answered"
         );
     }

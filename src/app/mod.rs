@@ -309,7 +309,7 @@ impl Core {
         let previous = self.accounts.borrow().clone();
         // Readiness once reached stays: an account added now does not take a serving exporter
         // out of its load balancer.
-        if previous.ready() {
+        if previous.readiness(false).is_ready() {
             self.ready.store(true, Ordering::Relaxed);
         }
         let (accounts, mut changes) = match Accounts::build(

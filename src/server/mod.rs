@@ -18,7 +18,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tower_http::timeout::TimeoutLayer;
 use tracing::instrument::WithSubscriber as _;
 
-use crate::accounts::{Account, AccountError, Accounts, Changes};
+use crate::accounts::{Account, AccountError, Accounts, Changes, Readiness};
 use crate::config::ConfigError;
 use crate::telemetry::ProcessMetrics;
 use exporter_web::WebConfigFile;
@@ -88,45 +88,10 @@ impl Shared {
         self.accounts.borrow().clone()
     }
 
-    /// Whether the exporter is ready to be scraped: the one answer `/-/ready` and the landing
-    /// page both give.
+    /// Whether the exporter is ready to be scraped: [`Accounts::readiness`], with readiness
+    /// once reached kept across reloads.
     pub fn readiness(&self, accounts: &Accounts) -> Readiness {
-        if self.ready.load(Ordering::Relaxed) || accounts.ready() {
-            Readiness::Ready
-        } else if accounts.single().is_some() {
-            Readiness::NoList
-        } else {
-            Readiness::NotEveryAccount
-        }
-    }
-}
-
-/// Whether the exporter is ready to be scraped, and if not, why: ready once the accounts are
-/// (see [`Accounts::ready`]), or were before a reload, which never takes a serving exporter out
-/// of its load balancer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Readiness {
-    /// Ready.
-    Ready,
-    /// The one account has not had a list yet.
-    NoList,
-    /// Not every account's first poll has ended.
-    NotEveryAccount,
-}
-
-impl Readiness {
-    /// Whether it is ready.
-    pub fn is_ready(self) -> bool {
-        self == Readiness::Ready
-    }
-
-    /// In words, for `/-/ready` and the landing page.
-    pub fn words(self) -> &'static str {
-        match self {
-            Readiness::Ready => "ready",
-            Readiness::NoList => "not ready: no list has been polled successfully yet",
-            Readiness::NotEveryAccount => "not ready: not every account has been polled yet",
-        }
+        accounts.readiness(self.ready.load(Ordering::Relaxed))
     }
 }
 

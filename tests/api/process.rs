@@ -318,7 +318,8 @@ fn once_against_a_refused_port_exits_1_within_a_bound_and_says_why() {
     assert!(
         last.contains(r#"level=error msg="--once: not every endpoint answered" failed=""#)
             && last.contains("ip-list: connection refused")
-            && last.contains("domain-list: connection refused"),
+            && last.contains("domain-list: connection refused")
+            && last.contains(r#"ready="not ready: no list has been polled successfully yet""#),
         "{last}"
     );
     // Not retried, and there is no next poll to speak of: each list says what to check.
