@@ -3,7 +3,6 @@
 //! a new setting does not compile until someone decides which it is.
 
 use super::{AccountConfig, Config, LogConfig, WebConfig};
-use crate::poll::reports::ReportSchedule;
 
 impl AccountConfig {
     /// What a reload to `new` does to this account: `None` when `new` is another account or
@@ -28,24 +27,17 @@ impl AccountConfig {
             shards,
             reports,
         } = self;
-        let ReportSchedule {
-            enabled,
-            interval,
-            concurrency,
-            selection,
-            timezone,
-        } = reports;
         // Another account, or one that polls or shards otherwise: built anew.
         let same_account = *name == new.name
             && *source == new.source
             && *timeout == new.timeout
             && *max_body_bytes == new.max_body_bytes
-            && *enabled == new.reports.enabled
+            && reports.enabled == new.reports.enabled
             && *shards == new.shards;
         if !same_account {
             return None;
         }
-        // Taken over by the running account; the report settings only while reports are on.
+        // Taken over by the running account (the report settings only while reports are on).
         let changes = [
             (*poll_interval != new.poll_interval, "poll.interval"),
             (*retry != new.retry, "backoff"),
@@ -54,29 +46,11 @@ impl AccountConfig {
                 *max_labels != new.max_labels,
                 "metrics.max_labels_per_asset",
             ),
-            (
-                *enabled && *interval != new.reports.interval,
-                "asset_reports.interval",
-            ),
-            (
-                *enabled && *concurrency != new.reports.concurrency,
-                "asset_reports.concurrency",
-            ),
-            (
-                *enabled && *selection != new.reports.selection,
-                "asset_reports.include/exclude/replica",
-            ),
-            (
-                *enabled && *timezone != new.reports.timezone,
-                "asset_reports.timezone",
-            ),
         ];
-        Some(
-            changes
-                .into_iter()
-                .filter_map(|(changed, key)| changed.then_some(key))
-                .collect(),
-        )
+        let changed = changes
+            .into_iter()
+            .filter_map(|(changed, key)| changed.then_some(key));
+        Some(changed.chain(reports.changed_keys(&new.reports)).collect())
     }
 }
 

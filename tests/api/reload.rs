@@ -80,6 +80,23 @@ async fn probe_has(app: &TestApp, target: &str, text: &str) {
     .await;
 }
 
+/// An exporter of the default options whose reload reads the settings it started with, as
+/// `change` leaves them.
+async fn reloading_started_with(change: impl Fn(&mut Settings) + Send + Sync + 'static) -> TestApp {
+    let started: Arc<Mutex<Option<Settings>>> = Arc::default();
+    let seen = started.clone();
+    spawn_app_with(Options {
+        configure: Box::new(move |settings| *seen.lock().unwrap() = Some(settings.clone())),
+        reload: Some(Arc::new(move || {
+            let mut settings = started.lock().unwrap().clone().expect("started");
+            change(&mut settings);
+            settings.validate(false)
+        })),
+        ..Options::default()
+    })
+    .await
+}
+
 fn reload_gauge(body: &str) -> Option<f64> {
     sample(body, "reputation_exporter_config_last_reload_successful")
 }
@@ -243,16 +260,8 @@ async fn a_new_poll_interval_keeps_the_data_the_schedule_and_the_report_round() 
 #[tokio::test]
 async fn a_reload_says_in_its_answer_what_waits_for_a_restart() {
     // The reload reads what the exporter started with, on another listen address.
-    let started: Arc<Mutex<Option<Settings>>> = Arc::default();
-    let seen = started.clone();
-    let app = spawn_app_with(Options {
-        configure: Box::new(move |settings| *seen.lock().unwrap() = Some(settings.clone())),
-        reload: Some(Arc::new(move || {
-            let mut settings = started.lock().unwrap().clone().expect("started");
-            settings.web.listen_address = vec!["127.0.0.1:9".parse().unwrap()];
-            settings.validate(false)
-        })),
-        ..Options::default()
+    let app = reloading_started_with(|settings| {
+        settings.web.listen_address = vec!["127.0.0.1:9".parse().unwrap()];
     })
     .await;
     let answer = app.post("/-/reload").await;
@@ -312,16 +321,8 @@ async fn after_a_reload_that_rebuilds_the_account_ready_and_the_landing_page_agr
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let nowhere = format!("http://{}", closed.local_addr().unwrap());
     drop(closed);
-    let started: Arc<Mutex<Option<Settings>>> = Arc::default();
-    let seen = started.clone();
-    let app = spawn_app_with(Options {
-        configure: Box::new(move |settings| *seen.lock().unwrap() = Some(settings.clone())),
-        reload: Some(Arc::new(move || {
-            let mut settings = started.lock().unwrap().clone().expect("started");
-            settings.api.base_url = Some(nowhere.parse().unwrap());
-            settings.validate(false)
-        })),
-        ..Options::default()
+    let app = reloading_started_with(move |settings| {
+        settings.api.base_url = Some(nowhere.parse().unwrap());
     })
     .await;
     eventually("ready", || async {

@@ -45,11 +45,11 @@ pub struct ReportSchedule {
     pub timezone: TimeZone,
 }
 
-/// Two schedules run the same when both are off, or both on with the same settings: the
-/// settings of a schedule that is off change nothing that runs, so a reload keeps its account.
-impl PartialEq for ReportSchedule {
-    fn eq(&self, other: &Self) -> bool {
-        // Every field named: a new one does not compile until it is compared.
+impl ReportSchedule {
+    /// The `[asset_reports]` keys in which `new`, a schedule that is on or off as this one is,
+    /// differs from it; none while reports are off (their settings change nothing that runs).
+    /// Every field is named: a new one does not compile until it is compared.
+    pub fn changed_keys(&self, new: &ReportSchedule) -> Vec<&'static str> {
         let ReportSchedule {
             enabled,
             interval,
@@ -57,16 +57,28 @@ impl PartialEq for ReportSchedule {
             selection,
             timezone,
         } = self;
-        match (*enabled, other.enabled) {
-            (false, false) => true,
-            (true, true) => {
-                *interval == other.interval
-                    && *concurrency == other.concurrency
-                    && *selection == other.selection
-                    && *timezone == other.timezone
-            }
-            _ => false,
-        }
+        let changes = [
+            (*interval != new.interval, "asset_reports.interval"),
+            (*concurrency != new.concurrency, "asset_reports.concurrency"),
+            (
+                *selection != new.selection,
+                "asset_reports.include/exclude/replica",
+            ),
+            (*timezone != new.timezone, "asset_reports.timezone"),
+        ];
+        changes
+            .into_iter()
+            .filter(|(changed, _)| *enabled && *changed)
+            .map(|(_, key)| key)
+            .collect()
+    }
+}
+
+/// Two schedules run the same when both are off, or both on with the same settings: the
+/// settings of a schedule that is off change nothing that runs, so a reload keeps its account.
+impl PartialEq for ReportSchedule {
+    fn eq(&self, other: &Self) -> bool {
+        self.enabled == other.enabled && self.changed_keys(other).is_empty()
     }
 }
 
