@@ -10,7 +10,7 @@ use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_m
 use reputation_exporter::exposition::Format;
 use reputation_exporter::exposition::gzip::GzipPrefix;
 use reputation_exporter::model::AssetSet;
-use reputation_exporter::snapshot::{ListPart, Snapshot};
+use reputation_exporter::snapshot::{ListPart, Served, Snapshot};
 use reputation_exporter::telemetry::Telemetry;
 use reputation_exporter::upstream::dto;
 use reputation_exporter::vocabulary::Kind;
@@ -78,11 +78,17 @@ fn pipeline(c: &mut Criterion) {
     );
     let telemetry = Telemetry::new(std::sync::Arc::new(health));
     let snapshot = Snapshot::default();
+    let blacklists = reputation_exporter::blacklists::Blacklists::builtin();
     for format in Format::ALL {
         group.bench_function(format!("live_part_{format:?}"), |b| {
             b.iter(|| {
                 reputation_exporter::snapshot::live(
-                    Some((&telemetry, &snapshot, None)),
+                    Some(Served {
+                        telemetry: &telemetry,
+                        snapshot: &snapshot,
+                        shard: None,
+                        blacklists: &blacklists,
+                    }),
                     None,
                     format,
                 )

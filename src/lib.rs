@@ -6,6 +6,8 @@
 //! - [`vocabulary`]: endpoint, kind, how a request failed ([`vocabulary::Failure`]) and the
 //!   `code` label it counts under, SNDS colour, the secret, durations.
 //! - [`logging`]: logfmt and JSON lines.
+//! - [`blacklists`]: what the project knows of each blacklist (names, removal page, policy),
+//!   built in and extended by the configuration.
 //! - [`health`]: what an account's pollers know of its API (each endpoint's state, failing
 //!   streaks, the token's verdict); decisions read it, the health metrics are rendered from it.
 //! - [`telemetry`]: the exporter's own metrics, on `prometheus-client`.
@@ -43,6 +45,7 @@
 
 pub mod accounts;
 pub mod app;
+pub mod blacklists;
 pub mod config;
 pub mod disk;
 pub mod exposition;

@@ -69,6 +69,41 @@
       annotations+: { dashboard_url: '%s?var-job={{ $labels.job }}&var-account={{ $labels.%s }}' % [c.dashboardUrl, c.accountLabel] },
     },
 
+  // What a page about one asset says of it, from the series the exporter serves (each a
+  // query when the alert fires): its host names and its tags (the owner), comma-separated, and
+  // a link to the asset in the dashboard when its address is configured.
+  local ofAsset(metric, label) =
+    '{{ range $i, $s := query (printf "max by (%(l)s) (%(m)s{%(sel)s, %(a)s=%%q, kind=%%q, asset=%%q})" $labels.%(a)s $labels.kind $labels.asset) | sortByLabel "%(l)s" }}{{ if $i }}, {{ end }}{{ $s.Labels.%(l)s }}{{ end }}'
+    % { l: label, m: metric, sel: std.strReplace(c.selector, '"', '\\"'), a: c.accountLabel },
+  local aboutAsset = {
+    annotations+: {
+      hostnames: ofAsset('reputation_asset_hostname_info', 'hostname'),
+      owner: ofAsset('reputation_asset_tag_info', 'tag'),
+    } + if c.dashboardUrl == '' then {} else {
+      dashboard_url: '%s?var-job={{ $labels.job }}&var-account={{ $labels.%s }}&var-kind={{ $labels.kind }}&var-search={{ $labels.asset }}&var-asset={{ $labels.asset }}' % [c.dashboardUrl, c.accountLabel],
+    },
+  },
+  // What a listing's page says of its blacklist (reputation_blacklist_info): the removal page
+  // with the asset filled in, and the policy in words; for a list the exporter does not know,
+  // that it does not.
+  local blacklistInfo(label) =
+    '{{ with query (printf "max by (%(l)s) (reputation_blacklist_info{%(sel)s, %(a)s=%%q, blacklist=%%q})" $labels.%(a)s $labels.blacklist) }}%(tail)s{{ end }}'
+    % {
+      l: label,
+      sel: std.strReplace(c.selector, '"', '\\"'),
+      a: c.accountLabel,
+      tail: if label == 'removal' then '{{ reReplaceAll "[{]asset[}]" $labels.asset (. | first | label "removal") }}' else '{{ . | first | label "%s" }}' % label,
+    },
+  local aboutBlacklist = {
+    annotations+: {
+      removal_url: blacklistInfo('removal'),
+      removal_policy: blacklistInfo('summary'),
+      removal_advice: blacklistInfo('advice'),
+      listed_since: '{{ with query (printf "max(reputation_blacklist_listed_since_timestamp_seconds{%(sel)s, %(a)s=%%q, kind=%%q, asset=%%q, blacklist=%%q})" $labels.%(a)s $labels.kind $labels.asset $labels.blacklist) }}{{ . | first | value | humanizeTimestamp }}{{ end }}'
+                    % { sel: std.strReplace(c.selector, '"', '\\"'), a: c.accountLabel },
+    },
+  },
+
   // `expr` with the asset's team tag as a `team` label, when _config.teamTag names them (one
   // team per asset: of several matching tags, the alert carries one; an asset without one
   // alerts without `team`).
@@ -102,16 +137,19 @@
           alert(
             'ReputationBlacklistListed',
             'critical',
-            team('time() - max without (%s) (%s unless on (job, %s, %s, kind, asset, blacklist) %s) < %s' % [
+            team('time() - max without (%s) (%s unless on (job, %s, %s, kind, asset, blacklist) %s unless on (job, %s, blacklist) %s) < %s' % [
               c.shardLabel,
               rec('asset_blacklist:reputation_blacklist_listed_since:new'),
               c.accountLabel,
               c.shardLabel,
               rec('asset_blacklist:reputation_blacklist_listed_since:counted'),
+              c.accountLabel,
+              'reputation_blacklist_info{%s, policy="gone"}' % c.selector,
               c.listingNewSeconds,
             ]),
             'Asset newly listed on a blacklist.',
             '{{ $labels.kind }} {{ $labels.asset }} was listed on {{ $labels.blacklist }} {{ $value | humanizeDuration }} ago.',
+            aboutAsset + aboutBlacklist,
           ),
           // A rise of the list's count that no report names within listingCountFor; a report
           // that names it later ends this page, and does not page again.
@@ -121,7 +159,7 @@
             team(page('asset:reputation_blacklistings_change:unnamed', 'max')),
             'Asset newly blacklisted; no report names the blacklist.',
             "{{ $labels.kind }} {{ $labels.asset }} was listed on {{ $value }} more blacklist(s) at the API's last check, and no asset report named them in time (reports off or not selected for it, or its report could not be had); a report that names them later does not page again.",
-            pendingFor(c.listingCountFor),
+            pendingFor(c.listingCountFor) + aboutAsset,
           ),
           alert(
             'ReputationSndsBlocked',

@@ -16,6 +16,7 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 use tracing::Instrument as _;
 
+use crate::blacklists::Blacklists;
 use crate::config::{self, AccountConfig, Config};
 use crate::disk::Disk;
 use crate::health::Health;
@@ -23,6 +24,7 @@ use crate::latest::Latest;
 use crate::poll::follow::FollowUps;
 use crate::poll::reports::ReportPoller;
 use crate::poll::{Polled, Poller};
+use crate::snapshot::{Served, Snapshot};
 use crate::telemetry::Telemetry;
 use crate::upstream::{Client, ClientError, InProcess};
 use crate::vocabulary::Endpoint;
@@ -98,6 +100,22 @@ pub struct Account {
 }
 
 impl Account {
+    /// What is known of the blacklists (the built-in table with `[[blacklists]]`).
+    pub fn blacklists(&self) -> &Blacklists {
+        &self.config.blacklists
+    }
+
+    /// What a scrape of `snapshot` (of this account; `shard`, or every shard for `None`)
+    /// serves beside the snapshot's body.
+    pub fn served<'a>(&'a self, snapshot: &'a Snapshot, shard: Option<usize>) -> Served<'a> {
+        Served {
+            telemetry: &self.telemetry,
+            snapshot,
+            shard,
+            blacklists: self.blacklists(),
+        }
+    }
+
     /// Builds the account `config` describes; with `--demo`, starts the simulated API. With
     /// `previous` (the same account, whose shared settings changed), takes over its data,
     /// health, metrics, upstream and schedule: the lists are polled when they were due, and

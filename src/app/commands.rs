@@ -25,10 +25,12 @@ pub async fn once(
     let account = app.account(target)?;
     let ok = account.poll_once().await;
     let process = account.name.is_none().then_some(&*app.core.process);
-    let exposition = account
-        .latest
-        .current()
-        .exposition(&account.telemetry, process, Format::Text);
+    let exposition = account.latest.current().exposition(
+        &account.telemetry,
+        account.blacklists(),
+        process,
+        Format::Text,
+    );
     out.write_all(&exposition)
         .and_then(|()| out.flush())
         .map_err(AppError::Output)?;

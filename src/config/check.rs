@@ -50,6 +50,11 @@ pub(super) fn sections() -> impl Iterator<Item = &'static str> {
     fields_of::<settings::Settings>().iter().copied()
 }
 
+/// The keys of each `[[blacklists]]` entry.
+fn blacklist_keys() -> &'static [&'static str] {
+    fields_of::<crate::blacklists::Entry>()
+}
+
 /// The keys of each `[accounts.NAME]`: those of `[api]`.
 fn account_keys() -> &'static [&'static str] {
     keys_of("api").unwrap_or_default()
@@ -106,6 +111,16 @@ pub(super) fn in_file(file: &Path, dict: &Dict) -> Vec<Written> {
     };
     for (section, value) in dict {
         add(vec![section], value);
+        if let (true, Value::Array(_, entries)) = (section == "blacklists", value) {
+            for entry in entries {
+                if let Value::Dict(_, keys) = entry {
+                    for (key, value) in keys {
+                        add(vec![section, key], value);
+                    }
+                }
+            }
+            continue;
+        }
         let Value::Dict(_, keys) = value else {
             continue;
         };
@@ -188,6 +203,16 @@ pub(super) fn unknown(written: Vec<Written>) -> Vec<Problem> {
                 unknown_key(account_keys(), key)
             }
             (["accounts", ..], ..) => continue,
+            (["blacklists", ..], _, Layer::Env) => Problem::new(
+                "blacklists",
+                format!(
+                    "{at}: blacklists are written in the configuration file, as [[blacklists]]"
+                ),
+            ),
+            (["blacklists", key], ..) if !blacklist_keys().contains(key) => {
+                unknown_key(blacklist_keys(), key)
+            }
+            (["blacklists", ..], ..) => continue,
             ([section, rest @ ..], ..) if keys_of(section).is_none() => {
                 // The file is told the section, the environment the whole variable.
                 let suggestion = closest(section, sections()).map(|s| match layer {

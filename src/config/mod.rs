@@ -23,6 +23,7 @@ use std::time::Duration;
 use figment::providers::{Format, Serialized, Toml};
 use figment::{Figment, Provider as _};
 
+use crate::blacklists::Blacklists;
 use crate::health::Health;
 use crate::logging::LogFormat;
 use crate::poll::reports::ReportSchedule;
@@ -149,6 +150,8 @@ pub struct AccountConfig {
     pub shards: usize,
     /// Per-asset reports; their selection, zone and concurrency also rule `backfill`.
     pub reports: ReportSchedule,
+    /// What is known of each blacklist: the built-in table with `[[blacklists]]`.
+    pub blacklists: Arc<Blacklists>,
 }
 
 impl AccountConfig {

@@ -26,6 +26,7 @@ impl AccountConfig {
             max_labels,
             shards,
             reports,
+            blacklists,
         } = self;
         // Another account, or one that polls or shards otherwise: built anew.
         let same_account = *name == new.name
@@ -46,6 +47,7 @@ impl AccountConfig {
                 *max_labels != new.max_labels,
                 "metrics.max_labels_per_asset",
             ),
+            (*blacklists != new.blacklists, "blacklists"),
         ];
         let changed = changes
             .into_iter()

@@ -35,6 +35,8 @@ pub struct Settings {
     pub state: StateSettings,
     /// Several accounts, by name, each with the keys of `[api]`.
     pub accounts: BTreeMap<String, ApiSettings>,
+    /// `[[blacklists]]`: lists added to the built-in table, or replacing one of its entries.
+    pub blacklists: Vec<crate::blacklists::Entry>,
 }
 
 /// `[api]`: where the upstream is and how to talk to it (its `Debug` shows the token as

@@ -51,6 +51,13 @@ impl Settings {
                 "must be at least 1",
             ));
         }
+        let blacklists = match Blacklists::with(self.blacklists) {
+            Ok(table) => Arc::new(table),
+            Err(problem) => {
+                shared_problems.push(Problem::invalid("blacklists", problem));
+                Arc::new(Blacklists::builtin())
+            }
+        };
         // What every account shares; each account's own keys complete it.
         let shared = AccountConfig {
             name: None,
@@ -69,6 +76,7 @@ impl Settings {
                 selection: Selection::new(reports.include, reports.exclude, reports.replica),
                 timezone: reports.timezone,
             },
+            blacklists,
         };
         let mut accounts = Vec::with_capacity(self.accounts.len().max(1));
         if self.accounts.is_empty() {

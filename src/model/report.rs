@@ -132,6 +132,21 @@ impl Reports {
             .map(|(kind, name, held)| (kind, name.as_str(), held.fetched))
     }
 
+    /// The blacklists the reports name (listing the asset now or before), each once, in name
+    /// order: what `reputation_blacklist_info` describes.
+    pub fn blacklists(&self) -> Vec<Box<str>> {
+        let names: std::collections::HashSet<&str> = self
+            .ips
+            .values()
+            .chain(self.domains.values())
+            .flat_map(|held| held.report.listings.iter())
+            .map(|listing| listing.blacklist.as_str())
+            .collect();
+        let mut names: Vec<Box<str>> = names.into_iter().map(Box::from).collect();
+        names.sort_unstable();
+        names
+    }
+
     /// Number of reports held.
     pub fn len(&self) -> usize {
         self.ips.len() + self.domains.len()

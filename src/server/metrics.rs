@@ -75,7 +75,7 @@ pub(super) async fn metrics(
                 Err(answer) => return *answer,
             };
             let live = live(
-                Some((&one.telemetry, &snapshot, shard)),
+                Some(one.served(&snapshot, shard)),
                 Some(&state.process),
                 format,
             );
@@ -126,7 +126,7 @@ pub(super) async fn probe(
         Ok(shard) => shard,
         Err(answer) => return *answer,
     };
-    let live = live(Some((&account.telemetry, &snapshot, shard)), None, format);
+    let live = live(Some(account.served(&snapshot, shard)), None, format);
     respond(Some(snapshot), shard, live, format, gzip).await
 }
 

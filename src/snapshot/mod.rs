@@ -12,6 +12,7 @@
 
 use std::sync::{Arc, OnceLock};
 
+use crate::blacklists::Blacklists;
 use crate::exposition::assets::{self, ListSamples};
 use crate::exposition::gzip::GzipPrefix;
 use crate::exposition::piece::Piece;
@@ -24,18 +25,42 @@ mod list;
 
 pub use list::{LOW_SCORE, ListBuilder, ListPart, ListShard, Summary, WORST_KEPT};
 
-/// The live part of a scrape: an account's API metrics (with the assets of the shard served,
-/// `None` for every shard) and the process metrics, each when given (and `# EOF` for
-/// OpenMetrics), which follows the snapshot's cached per-asset body.
+/// What the live part of a scrape says of one account.
+#[derive(Debug, Clone, Copy)]
+pub struct Served<'a> {
+    /// Its API metrics.
+    pub telemetry: &'a Telemetry,
+    /// What it serves.
+    pub snapshot: &'a Snapshot,
+    /// The shard served; `None` for every shard.
+    pub shard: Option<usize>,
+    /// What is known of the blacklists its reports name.
+    pub blacklists: &'a Blacklists,
+}
+
+/// The live part of a scrape: an account's API metrics (with the assets of the shard served)
+/// and what is known of the blacklists its reports name, and the process metrics, each when
+/// given (and `# EOF` for OpenMetrics), which follows the snapshot's cached per-asset body.
+/// The blacklists' series are in every shard, as the account's are: the alerts of a shard's
+/// assets join them.
 pub fn live(
-    account: Option<(&Telemetry, &Snapshot, Option<usize>)>,
+    account: Option<Served<'_>>,
     process: Option<&ProcessMetrics>,
     format: Format,
 ) -> Vec<u8> {
     let mut openmetrics = String::with_capacity(8 * 1024);
-    if let Some((telemetry, snapshot, shard)) = account {
+    if let Some(Served {
+        telemetry,
+        snapshot,
+        shard,
+        blacklists,
+    }) = account
+    {
         let assets = Kind::ALL.map(|kind| snapshot.count_in(shard, kind));
         telemetry.encode(&mut openmetrics, assets, snapshot.shards());
+        if !snapshot.blacklists.is_empty() {
+            blacklists.encode_info(snapshot.blacklists.iter().map(|b| &**b), &mut openmetrics);
+        }
     }
     if let Some(process) = process {
         process.encode(&mut openmetrics);
@@ -65,6 +90,8 @@ pub struct Snapshot {
     pub reports: Option<Arc<Reports>>,
     /// Whether a list poll has ever succeeded (`/-/ready`).
     pub ready: bool,
+    /// The blacklists the reports name, each once, in name order.
+    pub blacklists: Vec<Box<str>>,
     /// The per-asset metric families in both formats, rendered once.
     pub rendered: Rendered,
     /// The same, gzip-compressed per format, made on first demand.
@@ -79,11 +106,18 @@ impl Snapshot {
     pub fn exposition(
         &self,
         telemetry: &Telemetry,
+        blacklists: &Blacklists,
         process: Option<&ProcessMetrics>,
         format: Format,
     ) -> Vec<u8> {
         let mut body = self.rendered.to_vec(format);
-        body.extend_from_slice(&live(Some((telemetry, self, None)), process, format));
+        let served = Served {
+            telemetry,
+            snapshot: self,
+            shard: None,
+            blacklists,
+        };
+        body.extend_from_slice(&live(Some(served), process, format));
         body
     }
 
@@ -132,11 +166,16 @@ impl Snapshot {
                 .collect();
             (Rendered::assemble(whole), shards)
         };
+        let blacklists = reports
+            .as_deref()
+            .map(Reports::blacklists)
+            .unwrap_or_default();
         Snapshot {
             ips,
             domains,
             reports,
             ready,
+            blacklists,
             rendered,
             gzip: Default::default(),
             shards,

@@ -8,7 +8,6 @@ use crate::date::api_date;
 
 /// The asset report of asset `seed` named `name` at `tick`, `now` being that tick's Unix time.
 pub(crate) fn report_item(name: &str, seed: u64, tick: u64, now: i64) -> Value {
-    const BLACKLISTS: [&str; 3] = ["Spamhaus SBL", "Barracuda BRBL", "SpamCop"];
     let date = |seconds_ago: i64| api_date(now - seconds_ago).unwrap_or_default();
     let window = tick / WINDOW_TICKS;
     // Seconds before now of the start of window `w`.
@@ -20,7 +19,8 @@ pub(crate) fn report_item(name: &str, seed: u64, tick: u64, now: i64) -> Value {
     let entry_age = |day: u64| 3600 + day as i64 * 86_400;
     let in_episode = |day: u64| episode.is_some_and(|e| e.covers(entry_age(day)));
     let mut events = Vec::new();
-    for (b, blacklist) in BLACKLISTS.iter().enumerate() {
+    for b in 0..BLACKLISTS {
+        let blacklist = blacklist_name(seed, b);
         // An old delisting first, then the recent listing or delisting: newest-first order is
         // not promised, so the old event comes first on purpose.
         events
@@ -183,6 +183,26 @@ fn listings(seed: u64, tick: u64) -> i64 {
 
 /// Blacklistings of asset `seed` in window `window`; blacklist `b` lists it while `b` is below
 /// the count.
+/// How many blacklists an asset can be on.
+const BLACKLISTS: usize = 3;
+
+/// The name of blacklist `b` in asset `seed`'s report, as monitoring services print them:
+/// several spellings of one list, a list that has shut down (SORBS) and one that no table
+/// knows, so that `--demo` shows every case a page can meet.
+fn blacklist_name(seed: u64, b: usize) -> &'static str {
+    match (b, seed % 6) {
+        (0, _) => "Spamhaus SBL",
+        (1, 0..=2) => "Barracuda BRBL",
+        (1, 3 | 4) => "BARRACUDA",
+        (1, _) => "b.barracudacentral.org",
+        (_, 0 | 1) => "SpamCop",
+        (_, 2) => "SPAMCOP",
+        (_, 3) => "UCEPROTECTL1",
+        (_, 4) => "SORBS SPAM",
+        _ => "Nightwatch RBL",
+    }
+}
+
 fn listings_in(seed: u64, window: u64) -> i64 {
     if mix(seed, window, 3).is_multiple_of(16) {
         1 + (mix(seed, window, 4) % 3) as i64

@@ -359,12 +359,16 @@ fn the_known_keys_are_the_settings_tree_and_the_example_documents_each() {
             "web",
             "log",
             "state",
-            "accounts"
+            "accounts",
+            "blacklists"
         ],
         "the sections as the settings tree declares them"
     );
     let mut documented = 0;
-    for section in sections.into_iter().filter(|s| *s != "accounts") {
+    for section in sections
+        .into_iter()
+        .filter(|s| !["accounts", "blacklists"].contains(s))
+    {
         let keys = check::keys_of(section).unwrap();
         assert!(!keys.is_empty(), "{section} has keys");
         assert!(
@@ -636,6 +640,15 @@ fn a_reload_sorts_each_account_setting_into_rebuilt_or_taken_over() {
         );
         assert!(running.restart_only(&new).is_empty(), "{var}");
     }
+    let file = TomlFile::new(
+        "reload-blacklists",
+        "[[blacklists]]\nname = \"House RBL\"\npolicy = \"request\"\n",
+    );
+    let new = load(&file.cli(), RUNNING).unwrap();
+    assert_eq!(
+        account.shared_changes(&new.accounts[0]),
+        Some(vec!["blacklists"])
+    );
 }
 
 #[test]
@@ -687,4 +700,68 @@ fn asset_reports_replica_is_still_read_under_its_former_name_shard() {
     );
     let from_file = Config::load_with(&file.cli(), env(REMOTE)).unwrap();
     assert_eq!(from_file.accounts[0].reports, new.accounts[0].reports);
+}
+
+#[test]
+fn blacklists_of_the_file_join_the_built_in_table_and_a_wrong_one_is_named() {
+    let file = TomlFile::new(
+        "blacklists",
+        "[[blacklists]]\nname = \"House RBL\"\nspellings = [\"HOUSE-RBL\"]\n\
+         removal = \"https://rbl.example.net/remove?ip={asset}\"\npolicy = \"self-service\"\n\n\
+         [[blacklists]]\nname = \"SpamCop\"\npolicy = \"request\"\n",
+    );
+    let config = load(&file.cli(), REMOTE).unwrap();
+    let table = &config.accounts[0].blacklists;
+    assert_eq!(
+        table
+            .lookup("house-rbl")
+            .map(|e| e.removal_for("192.0.2.1")),
+        Some("https://rbl.example.net/remove?ip=192.0.2.1".to_owned())
+    );
+    assert_eq!(
+        table.lookup("SCBL").map(|e| e.policy),
+        None,
+        "the built-in SpamCop entry is replaced whole"
+    );
+    assert_eq!(
+        table.lookup("spamcop").map(|e| e.policy),
+        Some(crate::blacklists::Policy::Request)
+    );
+
+    let typo = TomlFile::new(
+        "blacklists-typo",
+        "[[blacklists]]\nname = \"House RBL\"\npolicy = \"request\"\nremove = \"https://x\"\n",
+    );
+    let message = load(&typo.cli(), REMOTE).unwrap_err().to_string();
+    assert!(
+        message.contains("unknown key `blacklists.remove`; did you mean `blacklists.removal`?"),
+        "{message}"
+    );
+    let policy = TomlFile::new(
+        "blacklists-policy",
+        "[[blacklists]]\nname = \"House RBL\"\npolicy = \"wait\"\n",
+    );
+    let message = load(&policy.cli(), REMOTE).unwrap_err().to_string();
+    assert!(message.contains("blacklists"), "{message}");
+    assert!(message.contains("wait"), "{message}");
+    let url = TomlFile::new(
+        "blacklists-url",
+        "[[blacklists]]\nname = \"House RBL\"\npolicy = \"request\"\nremoval = \"rbl.example.net\"\n",
+    );
+    let message = load(&url.cli(), REMOTE).unwrap_err().to_string();
+    assert!(
+        message
+            .ends_with("blacklists: `House RBL`: removal `rbl.example.net` is not an http(s) URL"),
+        "{message}"
+    );
+    let env = load(
+        &Cli::default(),
+        &[REMOTE, &[("REPUTATION_EXPORTER_BLACKLISTS__NAME", "x")]].concat(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        env.contains("blacklists are written in the configuration file"),
+        "{env}"
+    );
 }
