@@ -3,12 +3,13 @@
 use std::io::Write as _;
 
 use tokio::net::TcpListener;
-use tracing::error;
+use tracing::{error, warn};
 
 use super::{App, AppError};
 use crate::config::Config;
 use crate::config::cli::SimulateArgs;
 use crate::exposition::Format;
+use crate::model::NEWEST_SHOWN;
 use crate::vocabulary::parse_duration;
 use reputation_simulate::SimulatedApi;
 
@@ -34,6 +35,7 @@ pub async fn once(
     out.write_all(&exposition)
         .and_then(|()| out.flush())
         .map_err(AppError::Output)?;
+    say_listings(&account);
     if !ok {
         error!(
             failed = %account.failures().join(", "),
@@ -42,6 +44,39 @@ pub async fn once(
         );
     }
     Ok(ok)
+}
+
+/// `--once`'s view of the current listings, newest first, one log line each, saying what a
+/// listing's page says: the list, since when, the owner tags, the policy in words, what to do
+/// and the removal page.
+fn say_listings(account: &crate::accounts::Account) {
+    let snapshot = account.latest.current();
+    let Some(reports) = snapshot.reports.as_deref() else {
+        return;
+    };
+    let (listings, total) = reports.newest_listings(NEWEST_SHOWN);
+    for listing in &listings {
+        let said = account.blacklists().said(listing.blacklist);
+        let since = jiff::Timestamp::from_second(listing.since as i64).unwrap_or_default();
+        warn!(
+            kind = listing.kind.label(),
+            asset = listing.asset,
+            blacklist = listing.blacklist,
+            list = said.list,
+            since = %since,
+            owner = listing.report.tags.join(", "),
+            policy = said.summary,
+            advice = said.advice,
+            removal = said.removal_for(listing.asset),
+            "listed"
+        );
+    }
+    if total > listings.len() {
+        warn!(
+            older = total - listings.len(),
+            "more listings than shown (reputation_blacklist_listed_since_timestamp_seconds)"
+        );
+    }
 }
 
 /// `simulate`: the simulated API on its own, its base URL printed on stdout, until `shutdown`

@@ -117,11 +117,6 @@ impl Entry {
         words
     }
 
-    /// The removal page for `asset`: [`Entry::removal`] with `{asset}` filled in.
-    pub fn removal_for(&self, asset: &str) -> String {
-        self.removal.replace("{asset}", asset)
-    }
-
     /// Every name a service may print for the list.
     fn names(&self) -> impl Iterator<Item = &str> {
         std::iter::once(self.name.as_str())
@@ -325,6 +320,43 @@ impl Blacklists {
     }
 }
 
+impl Blacklists {
+    /// The table as Markdown, one row per list: its names, the policy in words, the removal
+    /// page, what to do and the sources. The runbook holds it, generated from this.
+    pub fn markdown(&self) -> String {
+        let cell = |text: &str| text.replace('|', "\\|");
+        let mut out = String::from(
+            "| List | Also reported as | Policy | Removal page | What to do | Source |\n\
+             |---|---|---|---|---|---|\n",
+        );
+        for entry in &self.entries {
+            let names: Vec<String> = entry
+                .spellings
+                .iter()
+                .chain(&entry.zones)
+                .map(|name| format!("`{name}`"))
+                .collect();
+            let removal = match entry.removal.as_str() {
+                "" => "none".to_owned(),
+                page => format!("<{}>", page.replace("{asset}", "ASSET")),
+            };
+            let sources: Vec<String> = entry.sources.iter().map(|s| format!("<{s}>")).collect();
+            let _ = writeln!(
+                out,
+                "| **{}** | {} | `{}`: {} | {} | {} | {} |",
+                cell(&entry.name),
+                cell(&names.join(", ")),
+                entry.policy.label(),
+                cell(&entry.summary()),
+                removal,
+                cell(&entry.advice),
+                sources.join(" "),
+            );
+        }
+        out
+    }
+}
+
 /// What a page says of one list.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Said {
@@ -338,6 +370,13 @@ pub struct Said {
     pub removal: String,
     /// What to do.
     pub advice: String,
+}
+
+impl Said {
+    /// The removal page for `asset`: [`Said::removal`] with `{asset}` filled in.
+    pub fn removal_for(&self, asset: &str) -> String {
+        self.removal.replace("{asset}", asset)
+    }
 }
 
 /// A label value escaped for the exposition formats: backslash, double quote and new line.

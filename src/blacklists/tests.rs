@@ -45,14 +45,15 @@ fn every_built_in_entry_has_its_advice_a_source_and_a_removal_page_unless_gone()
 }
 
 #[test]
-fn no_two_built_in_entries_go_by_the_same_name() {
+fn no_name_is_written_twice_in_the_built_in_table() {
     let table = Blacklists::builtin();
-    let mut seen: HashMap<String, &str> = HashMap::new();
+    let mut seen = std::collections::HashSet::new();
     for entry in table.entries() {
         for name in entry.names() {
-            if let Some(other) = seen.insert(name.to_lowercase(), &entry.name) {
-                assert_eq!(other, entry.name, "`{name}` names two lists");
-            }
+            assert!(
+                seen.insert(name.to_lowercase()),
+                "`{name}` is written twice"
+            );
         }
     }
 }
@@ -115,14 +116,12 @@ fn the_policy_is_said_in_words_with_its_delay_and_any_paid_removal() {
 #[test]
 fn the_removal_page_takes_the_asset_where_the_list_takes_it() {
     let table = Blacklists::builtin();
-    let barracuda = table.lookup("Barracuda").unwrap();
     assert_eq!(
-        barracuda.removal_for("192.0.2.1"),
+        table.said("Barracuda").removal_for("192.0.2.1"),
         "https://www.barracudacentral.org/rbl/removal-request/192.0.2.1"
     );
-    let invaluement = table.lookup("ivmSIP").unwrap();
     assert_eq!(
-        invaluement.removal_for("192.0.2.1"),
+        table.said("ivmSIP").removal_for("192.0.2.1"),
         "https://www.invaluement.com/removal/"
     );
 }
@@ -216,4 +215,31 @@ fn the_info_series_names_each_list_as_spelled_and_says_when_it_is_unknown() {
          up by name before acting.\",removal=\"\",advice=\"\"} 1"
     );
     assert_eq!(lines.len(), 4);
+}
+
+#[test]
+fn the_runbook_holds_the_table_as_generated() {
+    const BEGIN: &str = "<!-- The table below is generated from src/blacklists/known.toml -->\n";
+    const END: &str = "<!-- end of the generated table -->";
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/runbook.md");
+    let runbook = std::fs::read_to_string(&path).unwrap();
+    let start = runbook
+        .find(BEGIN)
+        .expect("the runbook marks the table's start")
+        + BEGIN.len();
+    let end = start
+        + runbook[start..]
+            .find(END)
+            .expect("the runbook marks the table's end");
+    let table = Blacklists::builtin().markdown();
+    if runbook[start..end] != table {
+        if std::env::var_os("REPUTATION_WRITE_DOCS").is_some() {
+            let written = format!("{}{table}{}", &runbook[..start], &runbook[end..]);
+            std::fs::write(&path, written).unwrap();
+        }
+        panic!(
+            "docs/runbook.md's blacklist table differs from src/blacklists/known.toml; write it \
+             with REPUTATION_WRITE_DOCS=1 cargo test --lib the_runbook_holds_the_table"
+        );
+    }
 }

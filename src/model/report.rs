@@ -68,6 +68,24 @@ pub struct Listing {
     pub since: Option<f64>,
 }
 
+/// How many of the newest listings the landing page and `--once` show.
+pub const NEWEST_SHOWN: usize = 25;
+
+/// One current listing, as the landing page and `--once` show it.
+#[derive(Debug, Clone, Copy)]
+pub struct CurrentListing<'a> {
+    /// The asset's kind.
+    pub kind: Kind,
+    /// The asset.
+    pub asset: &'a str,
+    /// The blacklist, as the report names it.
+    pub blacklist: &'a str,
+    /// Unix time the listing began.
+    pub since: f64,
+    /// The asset's report (its tags).
+    pub report: &'a Report,
+}
+
 /// The latest report of every reported asset, per kind, keyed by asset name, with when each
 /// was fetched (for `metrics.max_age`).
 #[derive(Debug, Clone, Default)]
@@ -145,6 +163,42 @@ impl Reports {
         let mut names: Vec<Box<str>> = names.into_iter().map(Box::from).collect();
         names.sort_unstable();
         names
+    }
+
+    /// The `n` listings that began last, newest first, of every asset with a report, and how
+    /// many listings there are in all.
+    pub fn newest_listings(&self, n: usize) -> (Vec<CurrentListing<'_>>, usize) {
+        let ips = self.ips.iter().map(|(name, held)| (Kind::Ip, name, held));
+        let domains = self
+            .domains
+            .iter()
+            .map(|(name, held)| (Kind::Domain, name, held));
+        let mut listings: Vec<CurrentListing<'_>> = ips
+            .chain(domains)
+            .flat_map(|(kind, asset, held)| {
+                held.report.listings.iter().filter_map(move |listing| {
+                    Some(CurrentListing {
+                        kind,
+                        asset,
+                        blacklist: &listing.blacklist,
+                        since: listing.since.filter(|_| listing.listed)?,
+                        report: &held.report,
+                    })
+                })
+            })
+            .collect();
+        let total = listings.len();
+        let newest_first = |a: &CurrentListing<'_>, b: &CurrentListing<'_>| {
+            b.since
+                .total_cmp(&a.since)
+                .then_with(|| (a.asset, a.blacklist).cmp(&(b.asset, b.blacklist)))
+        };
+        if listings.len() > n {
+            listings.select_nth_unstable_by(n, newest_first);
+            listings.truncate(n);
+        }
+        listings.sort_by(newest_first);
+        (listings, total)
     }
 
     /// Number of reports held.

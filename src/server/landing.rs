@@ -254,6 +254,7 @@ fn account_page(state: &Shared, account: &Account, host: Option<&str>) -> String
     page.push_str("</table>");
     if snapshot.ready {
         assets_table(&mut page, &snapshot, &path);
+        super::listings::section(&mut page, &snapshot, account.blacklists());
     }
     page.push_str(&legend());
     let names: Vec<&str> = account.name.as_deref().into_iter().collect();
@@ -408,7 +409,7 @@ fn accounts_page(state: &Shared, accounts: &Accounts, host: Option<&str>) -> Str
 }
 
 /// Escapes text for HTML element content and attribute values.
-fn escape(text: &str) -> String {
+pub(super) fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {

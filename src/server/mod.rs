@@ -3,6 +3,7 @@
 
 mod body;
 mod landing;
+mod listings;
 pub mod metrics;
 
 use std::sync::Arc;

@@ -230,6 +230,67 @@ fn the_demo_fills_the_blacklist_panels_unless_asset_reports_are_turned_off() {
     assert!(!stdout.contains("reputation_blacklist_listed{"));
 }
 
+#[test]
+fn once_says_each_current_listing_as_its_page_does_newest_first() {
+    let output = exporter().args(["--demo", "--once"]).output().unwrap();
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    // The listings the exposition serves: (asset, blacklist, since).
+    let mut served: Vec<(String, String, i64)> = stdout
+        .lines()
+        .filter_map(|line| {
+            let rest = line.strip_prefix("reputation_blacklist_listed_since_timestamp_seconds{")?;
+            let (labels, value) = rest.split_once("} ")?;
+            let label = |name: &str| {
+                let start = labels.find(&format!("{name}=\"",))? + name.len() + 2;
+                Some(labels[start..].split('"').next()?.to_owned())
+            };
+            Some((
+                label("asset")?,
+                label("blacklist")?,
+                value.parse::<f64>().ok()? as i64,
+            ))
+        })
+        .collect();
+    served.sort_by(|a, b| b.2.cmp(&a.2).then_with(|| (&a.0, &a.1).cmp(&(&b.0, &b.1))));
+    assert!(!served.is_empty(), "{stdout}");
+    let said: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains(" msg=listed "))
+        .collect();
+    assert_eq!(said.len(), served.len().min(25), "{stderr}");
+    for (line, (asset, blacklist, since)) in said.iter().zip(&served) {
+        let since = jiff::Timestamp::from_second(*since).unwrap().to_string();
+        assert!(
+            line.contains(&format!(" asset={asset} ")),
+            "{line} vs {asset}"
+        );
+        assert!(
+            line.contains(&format!(" blacklist={blacklist} "))
+                || line.contains(&format!(" blacklist=\"{blacklist}\" ")),
+            "{line} vs {blacklist}"
+        );
+        assert!(
+            line.contains(&format!(" since={since} ")),
+            "{line} vs {since}"
+        );
+        let table = reputation_exporter::blacklists::Blacklists::builtin();
+        let page = table.said(blacklist);
+        assert!(
+            line.contains(&format!(" policy=\"{}\"", page.summary)),
+            "{line}"
+        );
+        let removal = page.removal_for(asset);
+        if !removal.is_empty() {
+            assert!(
+                line.ends_with(&format!(" removal={removal}"))
+                    || line.ends_with(&format!(" removal=\"{removal}\"")),
+                "{line}"
+            );
+        }
+    }
+}
+
 /// The address of a loopback port where nothing listens: one the system just gave out and took
 /// back, rather than a well-known port that may be served on some machine.
 fn refused() -> String {

@@ -79,3 +79,38 @@ wait_for() {
         sleep "$every"
     done
 }
+
+# `compressed_rules DIR`: the shipped alerts and recording rules, written to DIR/alerts.yml and
+# DIR/rules.yml at the compressed pace of a test that sets `poll`, `evaluation` and `keep`
+# (seconds): every `for:` 20s, `keep_firing_for:` `keep`, the 5-minute groups every `poll`,
+# ReputationDataStale's threshold (45 of metrics.max_age's 60 minutes) 30 of 60 seconds, and
+# the pages' rules reading back one evaluation (`offset 1m` at the shipped minute), or a page
+# resolved a few evaluations ago would be read back as still open. Fails the test when a
+# substitution no longer applies.
+compressed_rules() {
+    mkdir -p "$1"
+    sed -E -e 's/^( +for: ).*/\1"20s"/' -e "s/^( +keep_firing_for: ).*/\\1\"${keep}s\"/" \
+        -e "s/^( +(- )?interval: )\"5m\"/\\1\"${poll}s\"/" \
+        deploy/prometheus/alerts.yml >"$1/alerts.yml"
+    sed -e "s/interval: \"5m\"/interval: \"${poll}s\"/" -e "s/offset 1m/offset ${evaluation}s/g" \
+        -e 's/endpoint=~\\"ip-list|domain-list\\"})) > 2700\\nor/endpoint=~\\"ip-list|domain-list\\"})) > 30\\nor/' \
+        deploy/prometheus/rules.yml >"$1/rules.yml"
+    grep -q '> 30\\nor' "$1/rules.yml" || fail "ReputationDataStale's threshold was not shortened"
+    grep -q "interval: \"${poll}s\"" "$1/rules.yml" || fail "the recording rules' interval was not shortened"
+    ! grep -q "offset 1m" "$1/rules.yml" || fail "the pages' rules still read back a minute"
+}
+
+# `shipped_alertmanager DIR WEBHOOK_PORT SMTP_PORT`: the shipped Alertmanager configuration and
+# its templates in DIR, its receivers pointed at a webhook receiver (tests/e2e/webhook_sink.py:
+# the webhooks and Slack) and an SMTP server (tests/e2e/smtp_sink.py, plain SMTP) on loopback,
+# its group_interval shortened to 20s.
+shipped_alertmanager() {
+    mkdir -p "$1"
+    cp -r deploy/alertmanager/templates "$1/"
+    sed -e "s#http://127.0.0.1:5001/#http://127.0.0.1:$2/#" \
+        -e "s/smtp_smarthost: localhost:25/smtp_smarthost: 127.0.0.1:$3\n  smtp_require_tls: false/" \
+        -e "s/group_interval: 5m/group_interval: 20s/" deploy/alertmanager/alertmanager.yml \
+        >"$1/alertmanager.yml"
+    grep -q "smtp_smarthost: 127.0.0.1:$3" "$1/alertmanager.yml" || fail "the SMTP relay was not replaced"
+    ! grep -q "5001" "$1/alertmanager.yml" || fail "a receiver still points at port 5001"
+}

@@ -713,10 +713,8 @@ fn blacklists_of_the_file_join_the_built_in_table_and_a_wrong_one_is_named() {
     let config = load(&file.cli(), REMOTE).unwrap();
     let table = &config.accounts[0].blacklists;
     assert_eq!(
-        table
-            .lookup("house-rbl")
-            .map(|e| e.removal_for("192.0.2.1")),
-        Some("https://rbl.example.net/remove?ip=192.0.2.1".to_owned())
+        table.said("house-rbl").removal_for("192.0.2.1"),
+        "https://rbl.example.net/remove?ip=192.0.2.1"
     );
     assert_eq!(
         table.lookup("SCBL").map(|e| e.policy),
