@@ -140,7 +140,16 @@ assert f'href="{removal}"' in html, html
 for words in ["mta3.example.com", "team-transactional", "Removal on request, reviewed by a person.", "Removal page"]:
     assert words in html, f"the HTML mail lacks {words!r}"
 open(f"{work}/notification.html", "w").write(html)
-open(f"{work}/notification.txt", "w").write(text)
+# The sample README.md and docs/blacklists.md show is what arrives, but for its times.
+import re
+def timeless(t):
+    t = re.sub(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \+0000 UTC", "DATE", t)
+    return re.sub(r"(\d+m )?\d+(\.\d+)?s ago", "N ago", t).strip()
+received = timeless(f"Subject: {barracuda['Subject']}\n\n{text}")
+for doc in ["README.md", "docs/blacklists.md"]:
+    sample = open(doc).read().split("```text\nSubject: [FIRING:1] ReputationBlacklistListed", 1)[1].split("```", 1)[0]
+    sample = timeless("Subject: [FIRING:1] ReputationBlacklistListed" + sample)
+    assert sample == received, f"{doc}'s sample is not what arrives:\n{sample}\n---\n{received}"
 
 unknown = by_asset["10.0.0.5"].get_body(("plain",)).get_content()
 assert "Policy: reputation-exporter knows nothing of this list" in unknown, unknown
