@@ -288,12 +288,9 @@ local p = import '../lib/panels.libsonnet';
           'Assets listed per blacklist (asset reports)',
           p.grid(8, 5, 8, 9),
           [
-            // With the removal policy where the exporter's series are at hand: a list that is
-            // gone shows as such (its listings never page).
-            p.target('sum by (blacklist) (account_blacklist:reputation_blacklist_listed:sum{%(q)s}) * on (blacklist) group_left (policy) max by (blacklist, policy) (reputation_blacklist_info{%(q)s}) or sum by (blacklist) (account_blacklist:reputation_blacklist_listed:sum{%(q)s})' % v, legend='{{blacklist}} {{policy}}', instant=true),
+            p.target('sum by (blacklist) (account_blacklist:reputation_blacklist_listed:sum{%(q)s})' % v, legend='{{blacklist}}', instant=true),
           ],
           {
-            description: 'How many assets each blacklist lists, with its removal policy (docs/blacklists.md): a list that is gone never pages.',
             options: {
               orientation: 'horizontal',
               displayMode: 'basic',
