@@ -105,8 +105,7 @@ impl Account {
         &self.config.blacklists
     }
 
-    /// What a scrape of `snapshot` (of this account; `shard`, or every shard for `None`)
-    /// serves beside the snapshot's body.
+    /// What a scrape of its `snapshot` (`shard`, or every shard) serves beside the body.
     pub fn served<'a>(&'a self, snapshot: &'a Snapshot, shard: Option<usize>) -> Served<'a> {
         Served {
             telemetry: &self.telemetry,
@@ -146,6 +145,9 @@ impl Account {
             .reports
             .enabled
             .then(|| Arc::new(FollowUps::new(config.reports.selection.clone())));
+        if let Some(follow) = &follow {
+            follow.remember(&latest.reports());
+        }
         let polled = Polled {
             client: client.clone(),
             telemetry: telemetry.clone(),

@@ -34,8 +34,9 @@ pub mod warm;
 pub use list::{ListFile, read_list};
 pub use root::root;
 
-/// The layout this version writes; a store of another is set aside.
-const VERSION: u32 = 1;
+/// The layout this version writes; a store of another is set aside. 2: a report keeps what
+/// the list said when it was asked for (`Report::asked_for`).
+const VERSION: u32 = 2;
 
 /// Bookkeeping: the account the store belongs to, and each list's fetch time.
 const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");

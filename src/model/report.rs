@@ -26,6 +26,10 @@ pub struct Report {
     /// What the report said of the asset's blacklisting count and its change, in the list's
     /// terms: a list poll that says otherwise fetches the report again.
     pub blacklisting: Blacklisting,
+    /// What the list said when this report was fetched because it disagreed, when the report
+    /// still disagrees: the list saying the same again is not asked about again, across
+    /// restarts too (kept with the report in the state store).
+    pub asked_for: Option<Blacklisting>,
 }
 
 /// An asset's blacklisting count and its change at the last check (`blacklisted`,
@@ -137,6 +141,17 @@ impl Reports {
     pub fn retain(&mut self, mut keep: impl FnMut(Kind, &str) -> bool) {
         self.ips.retain(|name, _| keep(Kind::Ip, name));
         self.domains.retain(|name, _| keep(Kind::Domain, name));
+    }
+
+    /// Every report held, with its asset.
+    pub fn iter(&self) -> impl Iterator<Item = (Kind, &str, &Report)> {
+        let ips = self.ips.iter().map(|(name, held)| (Kind::Ip, name, held));
+        let domains = self
+            .domains
+            .iter()
+            .map(|(name, held)| (Kind::Domain, name, held));
+        ips.chain(domains)
+            .map(|(kind, name, held)| (kind, name.as_str(), &*held.report))
     }
 
     /// Every asset with a report, and when that report was fetched.
@@ -300,6 +315,7 @@ impl Report {
             named,
             senderscore_updated,
             blacklisting: Blacklisting::of(&dto.blacklisted, &dto.blacklisted_change.last_check),
+            asked_for: None,
         }
     }
 }

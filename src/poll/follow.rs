@@ -120,16 +120,39 @@ impl FollowUps {
     /// arrived, `None` when it failed (asked for again at the next poll). A report that now
     /// says what the list said settles the asset; one that still disagrees, or a 404, is not
     /// asked for again until the list changes.
-    pub fn answered(&self, kind: Kind, name: &str, report: Option<Option<Blacklisting>>) {
+    ///
+    /// Returns what the list said when the report was asked for, when the report still
+    /// disagrees: kept with the report ([`Report::asked_for`](crate::model::Report)), so that a
+    /// restart remembers it ([`FollowUps::remember`]).
+    pub fn answered(
+        &self,
+        kind: Kind,
+        name: &str,
+        report: Option<Option<Blacklisting>>,
+    ) -> Option<Blacklisting> {
         let mut state = self.state();
         let key = (kind, name.to_owned());
-        let settled = match (report, state.asked.get(&key)) {
+        let asked = state.asked.get(&key).copied();
+        let settled = match (report, asked) {
             (None, _) => true,
-            (Some(Some(said)), Some(asked)) => said == *asked,
+            (Some(Some(said)), Some(asked)) => said == asked,
             (Some(_), _) => false,
         };
         if settled {
             state.asked.remove(&key);
+            return None;
+        }
+        asked
+    }
+
+    /// What the reports kept say the lists were asked with: not asked again while the lists
+    /// say the same (a restart, a reload that rebuilds the account).
+    pub fn remember(&self, reports: &Reports) {
+        let mut state = self.state();
+        for (kind, name, report) in reports.iter() {
+            if let Some(asked) = report.asked_for {
+                state.asked.insert((kind, name.to_owned()), asked);
+            }
         }
     }
 }
@@ -309,5 +332,49 @@ mod tests {
         // The report agrees: settled, and a later disagreement with the same values is new.
         follow.answered(Kind::Ip, "192.0.2.1", Some(Some(listed(2.0, 1.0))));
         assert_eq!(follow.ask(Kind::Ip, changed), 1);
+    }
+
+    #[tokio::test]
+    async fn what_a_disagreeing_report_was_asked_with_is_kept_with_it_and_remembered() {
+        let follow = FollowUps::new(all());
+        follow.arm();
+        let asked = listed(2.0, 1.0);
+        follow.ask(Kind::Ip, vec![("192.0.2.1".to_owned(), asked)]);
+        let _ = follow.next().await;
+        // Still disagreeing: the report keeps what the list said; agreeing, nothing.
+        assert_eq!(
+            follow.answered(Kind::Ip, "192.0.2.1", Some(Some(listed(1.0, 0.0)))),
+            Some(asked)
+        );
+        assert_eq!(
+            follow.answered(Kind::Ip, "192.0.2.9", Some(Some(asked))),
+            None
+        );
+
+        // A new process (a restart) remembers it from the report, and does not ask again.
+        let report = Report {
+            blacklisting: listed(1.0, 0.0),
+            asked_for: Some(asked),
+            ..Report::default()
+        };
+        let mut reports = Reports::default();
+        reports.set(
+            Kind::Ip,
+            "192.0.2.1".into(),
+            report,
+            tokio::time::Instant::now(),
+        );
+        let restarted = FollowUps::new(all());
+        restarted.arm();
+        restarted.remember(&reports);
+        assert_eq!(
+            restarted.ask(Kind::Ip, vec![("192.0.2.1".to_owned(), asked)]),
+            0
+        );
+        assert_eq!(
+            restarted.ask(Kind::Ip, vec![("192.0.2.1".to_owned(), listed(3.0, 1.0))]),
+            1,
+            "the list changed"
+        );
     }
 }

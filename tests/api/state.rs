@@ -153,6 +153,36 @@ async fn reports_follow_the_list_from_the_first_poll_after_a_restart() {
     assert_eq!(api.requests(ASSET), 13);
 }
 
+#[tokio::test(start_paused = true)]
+async fn a_restart_does_not_ask_again_for_the_reports_that_disagreed_with_their_lists() {
+    let state = StateDir::new("disagree");
+    let api = SimulatedApi::new(200, 0);
+    // Every list item says one blacklisting more than its report does (a list and a report
+    // computed at different moments): each report is asked for once, then not again while the
+    // list says the same.
+    let mut items = api.items(reputation_simulate::List::Ip);
+    for item in &mut items {
+        item["blacklisted"] = serde_json::json!(item["blacklisted"].as_i64().unwrap() + 1);
+    }
+    api.set_items(reputation_simulate::List::Ip, items);
+    let start = tokio::time::Instant::now();
+    let first = PausedApp::start(api.clone(), "5m", "1h", state.keep()).await;
+    until(start, 12).await;
+    // The first round, then one follow-up each at the first poll after it.
+    assert_eq!(api.requests(ASSET), 400, "{}", first.logs());
+    stop(first, &state).await;
+
+    let second = PausedApp::start(api.clone(), "5m", "1h", state.keep()).await;
+    until(start, 30).await;
+    let asked = api.requests(ASSET) - 400;
+    assert!(
+        asked <= 2,
+        "{asked} report requests after a warm restart, over 1% of 200 assets: {}",
+        second.logs()
+    );
+    drop(second);
+}
+
 /// Starts an exporter on `state` after `spoil` has done its worst to the stored account, and
 /// checks it starts cold: one warning naming the store, every report fetched at once, and the
 /// spoiled store set aside, not lost.

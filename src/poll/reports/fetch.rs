@@ -70,11 +70,14 @@ impl ReportPoller {
                 Outcome::Gone => Some(None),
                 Outcome::Failed(_) => None,
             };
-            if let Some(follow) = &self.account.follow {
-                follow.answered(kind, &name, answered);
-            }
+            let asked_for = self
+                .account
+                .follow
+                .as_ref()
+                .and_then(|follow| follow.answered(kind, &name, answered));
             match outcome {
-                Outcome::Report(dto) => {
+                Outcome::Report(mut dto) => {
+                    dto.asked_for = asked_for;
                     tally.fetched += 1;
                     batch.push((kind, name, Some(dto)));
                 }
