@@ -141,10 +141,8 @@ impl Account {
             telemetry.clone(),
             health.clone(),
         )?;
-        let follow = config
-            .reports
-            .enabled
-            .then(|| Arc::new(FollowUps::new(config.reports.selection.clone())));
+        let reporting = config.reports.scope.enabled();
+        let follow = reporting.then(|| Arc::new(FollowUps::new(config.reports.selection.clone())));
         if let Some(follow) = &follow {
             follow.remember(&latest.reports());
         }
@@ -156,9 +154,7 @@ impl Account {
             follow: follow.clone(),
             disk: disk.clone(),
         };
-        let mut reports = config
-            .reports
-            .enabled
+        let mut reports = reporting
             .then(|| ReportPoller::new(polled.clone(), config.reports.clone(), config.max_labels));
         let mut poller = Poller::new(polled, config.poll_interval, config.max_labels);
         match start {

@@ -26,7 +26,7 @@ use figment::{Figment, Provider as _};
 use crate::blacklists::Blacklists;
 use crate::health::Health;
 use crate::logging::LogFormat;
-use crate::poll::reports::ReportSchedule;
+use crate::poll::reports::{ReportSchedule, Scope};
 use crate::poll::selection::Selection;
 use crate::telemetry::Telemetry;
 use crate::upstream::auth::{self, TokenError};
@@ -186,7 +186,7 @@ impl AccountConfig {
     /// The endpoints its pollers poll: the asset endpoint too when reports are on.
     pub fn endpoints(&self) -> Vec<Endpoint> {
         let mut endpoints = Endpoint::POLLED.to_vec();
-        if self.reports.enabled {
+        if self.reports.scope.enabled() {
             endpoints.push(Endpoint::Asset);
         }
         endpoints
@@ -194,7 +194,7 @@ impl AccountConfig {
 
     /// How long a report is served without a refresh: a round, then `metrics.max_age`.
     pub fn report_max_age(&self) -> Duration {
-        let round = if self.reports.enabled {
+        let round = if self.reports.scope.enabled() {
             self.reports.interval
         } else {
             Duration::ZERO

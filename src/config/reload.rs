@@ -33,7 +33,7 @@ impl AccountConfig {
             && *source == new.source
             && *timeout == new.timeout
             && *max_body_bytes == new.max_body_bytes
-            && reports.enabled == new.reports.enabled
+            && reports.scope == new.reports.scope
             && *shards == new.shards;
         if !same_account {
             return None;

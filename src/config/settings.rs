@@ -101,13 +101,19 @@ pub struct BackoffSettings {
     pub max_elapsed: Duration,
 }
 
-/// `[asset_reports]`: one request per asset, off by default.
+/// `[asset_reports]`: one request per asset; by default those of the listed assets only.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct AssetReportSettings {
-    /// Whether asset reports are fetched at all.
+    /// The whole-fleet round: every selected asset's report (its tags, the blacklists behind
+    /// an unchanged count), off by default.
     #[serde(deserialize_with = "parse::lenient")]
     pub enabled: bool,
+    /// The reports of the assets the lists show listed (and of those the reports name as
+    /// listed), refreshed each round, and those a list's change makes behind: on by default,
+    /// so that a page names the blacklist at a cost that follows the listings.
+    #[serde(deserialize_with = "parse::lenient")]
+    pub listed: bool,
     /// How often each selected asset's report is fetched.
     #[serde(deserialize_with = "parse::duration")]
     pub interval: Duration,
@@ -228,6 +234,7 @@ impl Default for AssetReportSettings {
     fn default() -> Self {
         AssetReportSettings {
             enabled: false,
+            listed: true,
             // Reports follow the list: a round only refreshes what changes without the list
             // saying so (tags, the blacklists behind an unchanged count).
             interval: Duration::from_secs(6 * 3600),

@@ -70,7 +70,11 @@ impl Settings {
             max_labels: self.metrics.max_labels_per_asset,
             shards: self.metrics.shards,
             reports: ReportSchedule {
-                enabled: reports.enabled,
+                scope: match (reports.enabled, reports.listed) {
+                    (true, _) => Scope::All,
+                    (false, true) => Scope::Listed,
+                    (false, false) => Scope::Off,
+                },
                 interval: reports.interval,
                 concurrency: reports.concurrency,
                 selection: Selection::new(reports.include, reports.exclude, reports.replica),

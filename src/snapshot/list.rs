@@ -33,6 +33,9 @@ pub struct ListPart {
     pub worst: Vec<Asset>,
     /// How many of the assets are in trouble, for the landing page.
     pub summary: Summary,
+    /// The assets the list shows listed (a blacklisting count above 0): whose reports are
+    /// fetched by default.
+    pub listed: Vec<Box<str>>,
 }
 
 /// One shard of a list.
@@ -115,6 +118,8 @@ pub struct ListBuilder {
     kind: Kind,
     shards: Vec<ShardBuilder>,
     summary: Summary,
+    /// The assets listed, as [`ListPart::listed`].
+    listed: Vec<Box<str>>,
     /// The worst assets so far: sorted up to [`WORST_KEPT`] after a prune, then those worse
     /// than the last of them; pruned again when twice as many.
     worst: Vec<Asset>,
@@ -139,6 +144,7 @@ impl ListBuilder {
                 .map(|_| ShardBuilder::default())
                 .collect(),
             summary: Summary::default(),
+            listed: Vec::new(),
             worst: Vec::new(),
             pruned: false,
             written: 0,
@@ -183,6 +189,7 @@ impl ListBuilder {
             shards,
             worst: self.worst,
             summary: self.summary,
+            listed: self.listed,
         }
     }
 }
@@ -205,6 +212,9 @@ impl AssetSink for ListBuilder {
         }
         let shard = &mut self.shards[index];
         self.summary.count(&asset);
+        if asset.blacklistings.is_some_and(|n| n > 0.0) {
+            self.listed.push(asset.name.as_str().into());
+        }
         let candidate = !self.pruned || worst_first(&asset, &self.worst[WORST_KEPT - 1]).is_lt();
         if candidate {
             shard.names.push(asset.name.as_str().into());

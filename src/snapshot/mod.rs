@@ -240,6 +240,12 @@ impl Snapshot {
             .flat_map(|list| list.names.iter().map(move |name| (list.kind, &**name)))
     }
 
+    /// The assets the lists show listed, by kind and name, IPs first.
+    pub fn listed(&self) -> impl Iterator<Item = (Kind, &str)> {
+        self.lists()
+            .flat_map(|list| list.listed.iter().map(move |name| (list.kind, &**name)))
+    }
+
     /// Up to `n` assets of both lists, worst first.
     pub fn worst(&self, n: usize) -> Vec<&Asset> {
         let mut worst: Vec<&Asset> = self.lists().flat_map(|list| &list.worst).collect();

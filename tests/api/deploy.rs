@@ -120,7 +120,7 @@ async fn the_documented_metric_tables_are_the_families_written() {
     }
     let reports = markdown_table(
         &page,
-        "## Per asset, from asset reports (when `asset_reports.enabled`)",
+        "## Per asset, from asset reports (the listed assets by default; every asset with `asset_reports.enabled`)",
     );
     let expected: Vec<String> = assets::report_families().map(with_labels).collect();
     assert_eq!(

@@ -1,6 +1,7 @@
 //! Black-box tests: the exporter on a loopback port against the simulated API.
 
 mod accounts;
+mod cost;
 mod day;
 mod deploy;
 mod exposition;

@@ -223,6 +223,7 @@ fn the_demo_fills_the_blacklist_panels_unless_asset_reports_are_turned_off() {
     let output = exporter()
         .args(["--demo", "--once"])
         .env("REPUTATION_EXPORTER_ASSET_REPORTS__ENABLED", "false")
+        .env("REPUTATION_EXPORTER_ASSET_REPORTS__LISTED", "false")
         .output()
         .unwrap();
     let stdout = String::from_utf8(output.stdout).unwrap();

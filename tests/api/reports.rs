@@ -237,11 +237,48 @@ async fn three_shards_fetch_every_asset_exactly_once() {
 }
 
 #[tokio::test]
-async fn reports_are_off_by_default() {
-    let app = spawn_app_with(Options::default()).await;
-    app.metrics_when("the first poll", up).await;
-    // Three list polls later, still no report has been asked for.
-    let body = app
+async fn by_default_only_the_listed_assets_reports_are_fetched_and_none_with_listed_off() {
+    let upstream = SimulatedApi::new(60, 20);
+    let listed: std::collections::BTreeSet<String> = [List::Ip, List::Domain]
+        .into_iter()
+        .flat_map(|list| upstream.items(list))
+        .filter(|item| item["blacklisted"].as_i64() > Some(0))
+        .map(|item| {
+            let name = item.get("ip").or_else(|| item.get("domain")).unwrap();
+            format!("/api/v1/asset/{}", name.as_str().unwrap())
+        })
+        .collect();
+    assert!(
+        !listed.is_empty() && listed.len() < 40,
+        "a few of the 80 assets listed: {listed:?}"
+    );
+    let app = spawn_app_with(Options {
+        upstream: upstream.clone(),
+        ..Options::default()
+    })
+    .await;
+    app.metrics_when("the listed assets' reports", |b| {
+        b.matches("reputation_blacklistings_named{").count() == listed.len()
+    })
+    .await;
+    // Three list polls later, no other report has been asked for.
+    app.metrics_when("three polls", |b| {
+        sample(
+            b,
+            r#"reputation_api_requests_total{endpoint="ip-list",code="200"}"#,
+        ) >= Some(3.0)
+    })
+    .await;
+    let asked: std::collections::BTreeSet<String> = upstream.report_paths().into_iter().collect();
+    assert_eq!(asked, listed);
+
+    let off = spawn_app_with(Options {
+        configure: Box::new(|s| s.asset_reports.listed = false),
+        ..Options::default()
+    })
+    .await;
+    off.metrics_when("the first poll", up).await;
+    let body = off
         .metrics_when("three polls", |b| {
             sample(
                 b,
@@ -249,6 +286,6 @@ async fn reports_are_off_by_default() {
             ) >= Some(3.0)
         })
         .await;
-    assert!(app.upstream.report_paths().is_empty());
+    assert!(off.upstream.report_paths().is_empty());
     assert!(!body.contains(r#"endpoint="asset""#));
 }

@@ -84,15 +84,29 @@ fn asset_report_keys_are_validated_into_typed_values() {
         "Europe/Berlin",
     ));
     let config = load(&Cli::default(), &vars).unwrap();
-    assert!(config.accounts[0].reports.enabled);
     let schedule = config.accounts[0].reports.clone();
     assert!(schedule.selection.selects("192.0.2.1"));
     assert!(!schedule.selection.selects("198.51.100.1"));
     assert_eq!(schedule.concurrency, 4);
     assert_eq!(schedule.interval, Duration::from_secs(6 * 3600));
     assert_eq!(schedule.timezone.iana_name(), Some("Europe/Berlin"));
+    assert_eq!(config.accounts[0].reports.scope, Scope::All);
     let default = load(&Cli::default(), REMOTE).unwrap();
-    assert!(!default.accounts[0].reports.enabled, "off by default");
+    assert_eq!(
+        default.accounts[0].reports.scope,
+        Scope::Listed,
+        "the listed assets' by default"
+    );
+    let off = load(
+        &Cli::default(),
+        &[
+            REMOTE,
+            &[("REPUTATION_EXPORTER_ASSET_REPORTS__LISTED", "false")],
+        ]
+        .concat(),
+    )
+    .unwrap();
+    assert_eq!(off.accounts[0].reports.scope, Scope::Off);
 
     for (key, value, named) in [
         (
@@ -394,8 +408,8 @@ fn the_known_keys_are_the_settings_tree_and_the_example_documents_each() {
             }
         }
     }
-    // 27 keys, and asset_reports.shard, the former name of asset_reports.replica.
-    assert_eq!(documented, 28, "every key of the tree");
+    // 28 keys, and asset_reports.shard, the former name of asset_reports.replica.
+    assert_eq!(documented, 29, "every key of the tree");
 }
 
 #[test]

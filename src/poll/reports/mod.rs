@@ -28,13 +28,34 @@ use fetch::{Pause, Tally};
 use super::Polled;
 use super::selection::Selection;
 use crate::health::tally;
+use crate::model::Reports;
+use crate::snapshot::Snapshot;
 use crate::vocabulary::Kind;
+
+/// Which assets' reports the exporter fetches (`backfill` fetches them whatever this says).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// None (`asset_reports.listed = false`, `enabled = false`).
+    Off,
+    /// Those of the assets the lists show listed, or the reports name as listed, each round,
+    /// and those a list's change makes behind (the default).
+    Listed,
+    /// Every selected asset's, each round (`asset_reports.enabled`: the whole-fleet round).
+    All,
+}
+
+impl Scope {
+    /// Whether any report is fetched.
+    pub fn enabled(self) -> bool {
+        self != Scope::Off
+    }
+}
 
 /// How the asset reports are fetched (`[asset_reports]`).
 #[derive(Debug, Clone)]
 pub struct ReportSchedule {
-    /// Whether the exporter polls them (`backfill` fetches them whatever this says).
-    pub enabled: bool,
+    /// Whose reports the exporter fetches.
+    pub scope: Scope,
     /// Each selected asset is fetched once per interval, spread over it.
     pub interval: Duration,
     /// Most requests in flight at once.
@@ -51,7 +72,7 @@ impl ReportSchedule {
     /// Every field is named: a new one does not compile until it is compared.
     pub fn changed_keys(&self, new: &ReportSchedule) -> Vec<&'static str> {
         let ReportSchedule {
-            enabled,
+            scope,
             interval,
             concurrency,
             selection,
@@ -68,7 +89,7 @@ impl ReportSchedule {
         ];
         changes
             .into_iter()
-            .filter(|(changed, _)| *enabled && *changed)
+            .filter(|(changed, _)| scope.enabled() && *changed)
             .map(|(_, key)| key)
             .collect()
     }
@@ -78,7 +99,7 @@ impl ReportSchedule {
 /// settings of a schedule that is off change nothing that runs, so a reload keeps its account.
 impl PartialEq for ReportSchedule {
     fn eq(&self, other: &Self) -> bool {
-        self.enabled == other.enabled && self.changed_keys(other).is_empty()
+        self.scope == other.scope && self.changed_keys(other).is_empty()
     }
 }
 
@@ -86,6 +107,7 @@ impl PartialEq for ReportSchedule {
 #[derive(Debug, Clone)]
 pub struct ReportPoller {
     account: Polled,
+    scope: Scope,
     interval: Duration,
     concurrency: usize,
     selection: Selection,
@@ -116,6 +138,7 @@ impl ReportPoller {
     pub fn new(account: Polled, schedule: ReportSchedule, max_labels: usize) -> Self {
         ReportPoller {
             account,
+            scope: schedule.scope,
             interval: schedule.interval,
             concurrency: schedule.concurrency,
             selection: schedule.selection,
@@ -235,14 +258,14 @@ impl ReportPoller {
             .fetched()
             .map(|(kind, name, at)| ((kind, name), at))
             .collect();
-        let mut targets: Vec<(Kind, String, Instant)> = snapshot
-            .names()
-            .filter(|(_, name)| self.selection.selects(name))
+        let mut targets: Vec<(Kind, String, Instant)> = self
+            .candidates(&snapshot, &reports)
+            .into_iter()
             .map(|(kind, name)| {
                 let due = fetched
-                    .get(&(kind, name))
+                    .get(&(kind, name.as_str()))
                     .map_or(floor, |at| (*at + self.interval).max(floor));
-                (kind, name.to_owned(), due)
+                (kind, name, due)
             })
             .collect();
         drop(fetched);
@@ -284,6 +307,37 @@ impl ReportPoller {
         );
     }
 
+    /// The assets a round fetches, of those `snapshot` serves and this replica selects: every
+    /// one, or with [`Scope::Listed`] those the lists show listed and those whose report (of
+    /// `reports`) names a listing (so that a report gone stale is refreshed, not kept).
+    fn candidates(&self, snapshot: &Snapshot, reports: &Reports) -> Vec<(Kind, String)> {
+        let selected = |(kind, name): (Kind, &str)| {
+            self.selection
+                .selects(name)
+                .then(|| (kind, name.to_owned()))
+        };
+        match self.scope {
+            Scope::All => snapshot.names().filter_map(selected).collect(),
+            Scope::Off => Vec::new(),
+            Scope::Listed => {
+                let served: HashSet<(Kind, &str)> = snapshot.names().collect();
+                let named = reports
+                    .iter()
+                    .filter(|(.., report)| report.named > 0)
+                    .map(|(kind, name, _)| (kind, name))
+                    .filter(|asset| served.contains(asset));
+                let mut assets: Vec<(Kind, String)> = snapshot
+                    .listed()
+                    .chain(named)
+                    .filter_map(selected)
+                    .collect();
+                assets.sort_unstable();
+                assets.dedup();
+                assets
+            }
+        }
+    }
+
     /// One round at once, without spreading (for `--once`); true when no report failed.
     pub async fn poll_once(&self) -> bool {
         let started = Instant::now();
@@ -294,11 +348,7 @@ impl ReportPoller {
     /// `spread`; true when no report failed (a 404 is no failure).
     async fn round(&self, started: Instant, due: Instant, spread: bool) -> bool {
         let snapshot = self.account.latest.current();
-        let targets: Vec<(Kind, String)> = snapshot
-            .names()
-            .filter(|(_, name)| self.selection.selects(name))
-            .map(|(kind, name)| (kind, name.to_owned()))
-            .collect();
+        let targets = self.candidates(&snapshot, &self.account.latest.reports());
         drop(snapshot);
         let selected: HashSet<(Kind, String)> = targets.iter().cloned().collect();
         // Rebuilding the snapshot walks every asset: off the async workers.
