@@ -143,36 +143,34 @@ impl Reports {
         self.domains.retain(|name, _| keep(Kind::Domain, name));
     }
 
-    /// Every report held, with its asset.
-    pub fn iter(&self) -> impl Iterator<Item = (Kind, &str, &Report)> {
+    fn held(&self) -> impl Iterator<Item = (Kind, &str, &Held)> {
         let ips = self.ips.iter().map(|(name, held)| (Kind::Ip, name, held));
         let domains = self
             .domains
             .iter()
             .map(|(name, held)| (Kind::Domain, name, held));
         ips.chain(domains)
-            .map(|(kind, name, held)| (kind, name.as_str(), &*held.report))
+            .map(|(kind, name, held)| (kind, name.as_str(), held))
+    }
+
+    /// Every report held, with its asset.
+    pub fn iter(&self) -> impl Iterator<Item = (Kind, &str, &Report)> {
+        self.held()
+            .map(|(kind, name, held)| (kind, name, &*held.report))
     }
 
     /// Every asset with a report, and when that report was fetched.
     pub fn fetched(&self) -> impl Iterator<Item = (Kind, &str, Instant)> {
-        let ips = self.ips.iter().map(|(name, held)| (Kind::Ip, name, held));
-        let domains = self
-            .domains
-            .iter()
-            .map(|(name, held)| (Kind::Domain, name, held));
-        ips.chain(domains)
-            .map(|(kind, name, held)| (kind, name.as_str(), held.fetched))
+        self.held()
+            .map(|(kind, name, held)| (kind, name, held.fetched))
     }
 
     /// The blacklists the reports name (listing the asset now or before), each once, in name
     /// order: what `reputation_blacklist_info` describes.
     pub fn blacklists(&self) -> Vec<Box<str>> {
         let names: std::collections::HashSet<&str> = self
-            .ips
-            .values()
-            .chain(self.domains.values())
-            .flat_map(|held| held.report.listings.iter())
+            .iter()
+            .flat_map(|(.., report)| report.listings.iter())
             .map(|listing| listing.blacklist.as_str())
             .collect();
         let mut names: Vec<Box<str>> = names.into_iter().map(Box::from).collect();
@@ -183,21 +181,16 @@ impl Reports {
     /// The `n` listings that began last, newest first, of every asset with a report, and how
     /// many listings there are in all.
     pub fn newest_listings(&self, n: usize) -> (Vec<CurrentListing<'_>>, usize) {
-        let ips = self.ips.iter().map(|(name, held)| (Kind::Ip, name, held));
-        let domains = self
-            .domains
+        let mut listings: Vec<CurrentListing<'_>> = self
             .iter()
-            .map(|(name, held)| (Kind::Domain, name, held));
-        let mut listings: Vec<CurrentListing<'_>> = ips
-            .chain(domains)
-            .flat_map(|(kind, asset, held)| {
-                held.report.listings.iter().filter_map(move |listing| {
+            .flat_map(|(kind, asset, report)| {
+                report.listings.iter().filter_map(move |listing| {
                     Some(CurrentListing {
                         kind,
                         asset,
                         blacklist: &listing.blacklist,
                         since: listing.since.filter(|_| listing.listed)?,
-                        report: &held.report,
+                        report,
                     })
                 })
             })

@@ -81,23 +81,6 @@ impl Drop for StateDir {
     }
 }
 
-/// Stops an exporter as a restart does: until its store opens again.
-async fn stop(app: PausedApp, state: &StateDir) {
-    drop(app);
-    let database = state.0.join("api").join("state.redb");
-    for _ in 0..10_000 {
-        match redb::Database::open(&database) {
-            Ok(_) => return,
-            Err(redb::DatabaseError::DatabaseAlreadyOpen) => tokio::task::yield_now().await,
-            Err(other) => panic!("{}: {other}", database.display()),
-        }
-    }
-    panic!(
-        "{}: still held after the exporter stopped",
-        database.display()
-    );
-}
-
 #[tokio::test(start_paused = true)]
 async fn a_day_at_the_defaults_costs_the_api_in_proportion_to_the_listings_not_the_fleet() {
     let state = StateDir(
@@ -141,7 +124,7 @@ async fn a_day_at_the_defaults_costs_the_api_in_proportion_to_the_listings_not_t
         named_within.push(listed_at.elapsed());
         if hour == 9 {
             tokio::time::sleep_until(start + HOUR * 12 + HOUR / 2).await;
-            stop(app, &state).await;
+            app.stop(&state.0.join("api")).await;
             let before = api.requests("/api/v1/asset");
             app = PausedApp::start(api.clone(), "5m", "1h", defaults.clone()).await;
             tokio::time::sleep(HOUR).await;

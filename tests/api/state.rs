@@ -53,22 +53,9 @@ async fn until(start: tokio::time::Instant, minutes: u64) {
     tokio::time::sleep_until(start + Duration::from_secs(minutes * 60)).await;
 }
 
-/// Stops an exporter as a restart does, and waits until its tasks have ended and let go of the
-/// store: until its database opens again (redb refuses a second opening while one is held).
+/// Stops an exporter as a restart does: until it has let go of the store.
 async fn stop(app: PausedApp, state: &StateDir) {
-    drop(app);
-    let database = state.account().join("state.redb");
-    for _ in 0..10_000 {
-        match redb::Database::open(&database) {
-            Ok(_) => return,
-            Err(redb::DatabaseError::DatabaseAlreadyOpen) => tokio::task::yield_now().await,
-            Err(other) => panic!("{}: {other}", database.display()),
-        }
-    }
-    panic!(
-        "{}: still held after the exporter stopped",
-        database.display()
-    );
+    app.stop(&state.account()).await;
 }
 
 /// The asset series of a scrape: every line of a per-asset family, in order.

@@ -57,19 +57,6 @@ listings = [{"asset": f"10.0.{i // 256}.{i % 256}", "blacklist": lists[(i + k) %
             for i in range(200) for k in (0, 1)]
 json.dump({"assets": 200, "listings": listings, "flaky": False}, open(sys.argv[1], "w"))
 PY
-# edit PYTHON: changes the fleet (`s` is the state, `now` the time).
-edit() {
-    python3 - "$work/fleet.json" "$1" <<'PY'
-import json, sys, time
-s = json.load(open(sys.argv[1])); now = int(time.time())
-exec(sys.argv[2])
-json.dump(s, open(sys.argv[1] + ".new", "w"))
-PY
-    mv "$work/fleet.json.new" "$work/fleet.json"
-}
-list_on() { edit "s['listings'].append({'asset': '$1', 'blacklist': '$2', 'listed': now, 'delisted': None})"; }
-delist() { edit "next(l for l in s['listings'] if l['asset'] == '$1' and l['delisted'] is None and l['blacklist'] == '$2')['delisted'] = now"; }
-
 python3 tests/e2e/fleet_api.py "$work/fleet.json" "$work/api.port" >"$work/api.log" 2>&1 &
 pids+=($!)
 wait_for --every 0.1 "the fleet API's port" 10 test -s "$work/api.port"
@@ -116,12 +103,7 @@ start_replica 2
 
 # Alertmanager with the shipped configuration, its receivers pointed at the webhook and the
 # SMTP server.
-alertmanager_port=$(free_port)
-shipped_alertmanager "$work/am" "$webhook_port" "$(cat "$work/smtp.port")"
-prometheus-alertmanager --config.file="$work/am/alertmanager.yml" --storage.path="$work/am-data" \
-    --web.listen-address="127.0.0.1:$alertmanager_port" --cluster.listen-address= \
-    >"$work/alertmanager.log" 2>&1 &
-pids+=($!)
+start_alertmanager "$webhook_port" "$(cat "$work/smtp.port")"
 
 # Prometheus with the shipped scrape job, alerts and recording rules (the pages' group, which
 # the per-asset alerts read, and the account-wide alerts' ones), every `for:` shortened to 20s,
@@ -131,24 +113,7 @@ pids+=($!)
 # evaluation at the shipped minute): that offset follows the evaluation interval, or a page
 # resolved a few evaluations ago would be read back as still open.
 compressed_rules "$work/rules"
-{
-    cat <<YAML
-global:
-  scrape_interval: 5s
-  evaluation_interval: ${evaluation}s
-rule_files: ["$work/rules/alerts.yml", "$work/rules/rules.yml"]
-alerting:
-  alertmanagers:
-    - static_configs:
-        - targets: ["127.0.0.1:$alertmanager_port"]
-YAML
-    sed -e "s/scrape_interval: .*/scrape_interval: 5s/" \
-        -e "s/scrape_timeout: .*/scrape_timeout: 4s/" \
-        -e "s/reputation-exporter-1:9525/127.0.0.1:${replica_ports[0]}/" \
-        -e "s/reputation-exporter-2:9525/127.0.0.1:${replica_ports[1]}/" \
-        deploy/prometheus/scrape.yml
-} >"$work/prometheus.yml"
-promtool check config "$work/prometheus.yml" >/dev/null || fail "promtool check config"
+compressed_prometheus "127.0.0.1:${replica_ports[0]}" "127.0.0.1:${replica_ports[1]}"
 prometheus_port=$(free_port)
 prometheus_pid=
 start_prometheus() {

@@ -100,17 +100,64 @@ compressed_rules() {
     ! grep -q "offset 1m" "$1/rules.yml" || fail "the pages' rules still read back a minute"
 }
 
-# `shipped_alertmanager DIR WEBHOOK_PORT SMTP_PORT`: the shipped Alertmanager configuration and
-# its templates in DIR, its receivers pointed at a webhook receiver (tests/e2e/webhook_sink.py:
-# the webhooks and Slack) and an SMTP server (tests/e2e/smtp_sink.py, plain SMTP) on loopback,
-# its group_interval shortened to 20s.
-shipped_alertmanager() {
-    mkdir -p "$1"
-    cp -r deploy/alertmanager/templates "$1/"
-    sed -e "s#http://127.0.0.1:5001/#http://127.0.0.1:$2/#" \
-        -e "s/smtp_smarthost: localhost:25/smtp_smarthost: 127.0.0.1:$3\n  smtp_require_tls: false/" \
+# `start_alertmanager WEBHOOK_PORT SMTP_PORT`: a real Alertmanager with the shipped
+# configuration and templates (in $work/am), its receivers pointed at a webhook receiver
+# (tests/e2e/webhook_sink.py: the webhooks and Slack) and an SMTP server (tests/e2e/smtp_sink.py,
+# plain SMTP) on loopback, its group_interval shortened to 20s; listening on
+# $alertmanager_port, logging to $work/alertmanager.log.
+start_alertmanager() {
+    mkdir -p "$work/am"
+    cp -r deploy/alertmanager/templates "$work/am/"
+    sed -e "s#http://127.0.0.1:5001/#http://127.0.0.1:$1/#" \
+        -e "s/smtp_smarthost: localhost:25/smtp_smarthost: 127.0.0.1:$2\n  smtp_require_tls: false/" \
         -e "s/group_interval: 5m/group_interval: 20s/" deploy/alertmanager/alertmanager.yml \
-        >"$1/alertmanager.yml"
-    grep -q "smtp_smarthost: 127.0.0.1:$3" "$1/alertmanager.yml" || fail "the SMTP relay was not replaced"
-    ! grep -q "5001" "$1/alertmanager.yml" || fail "a receiver still points at port 5001"
+        >"$work/am/alertmanager.yml"
+    grep -q "smtp_smarthost: 127.0.0.1:$2" "$work/am/alertmanager.yml" || fail "the SMTP relay was not replaced"
+    ! grep -q "5001" "$work/am/alertmanager.yml" || fail "a receiver still points at port 5001"
+    alertmanager_port=$(free_port)
+    prometheus-alertmanager --config.file="$work/am/alertmanager.yml" --storage.path="$work/am-data" \
+        --web.listen-address="127.0.0.1:$alertmanager_port" --cluster.listen-address= \
+        >"$work/alertmanager.log" 2>&1 &
+    pids+=($!)
 }
+
+# `compressed_prometheus TARGET...`: $work/prometheus.yml for a real Prometheus at the test's
+# pace: scrapes every 5s and evaluations every `evaluation` seconds of the rules
+# compressed_rules wrote to $work/rules, alerts sent to $alertmanager_port, and the shipped
+# scrape job with its replicas' addresses replaced by the TARGETs (one or two; with one, the
+# second replica's line goes).
+compressed_prometheus() {
+    local second=("-e" "/reputation-exporter-2:9525/d")
+    [ "$#" -lt 2 ] || second=("-e" "s/reputation-exporter-2:9525/$2/")
+    {
+        cat <<YAML
+global:
+  scrape_interval: 5s
+  evaluation_interval: ${evaluation}s
+rule_files: ["$work/rules/alerts.yml", "$work/rules/rules.yml"]
+alerting:
+  alertmanagers:
+    - static_configs:
+        - targets: ["127.0.0.1:$alertmanager_port"]
+YAML
+        sed -e "s/scrape_interval: .*/scrape_interval: 5s/" -e "s/scrape_timeout: .*/scrape_timeout: 4s/" \
+            -e "s/reputation-exporter-1:9525/$1/" "${second[@]}" deploy/prometheus/scrape.yml
+    } >"$work/prometheus.yml"
+    promtool check config "$work/prometheus.yml" >/dev/null || fail "promtool check config"
+}
+
+# The fleet of tests/e2e/fleet_api.py, in $work/fleet.json. `edit PYTHON` changes it (`s` is the
+# state, `now` the time); `list_on ASSET BLACKLIST` lists an asset now, `delist ASSET BLACKLIST`
+# ends that listing now.
+edit() {
+    python3 - "$work/fleet.json" "$1" <<'PY'
+import json, sys, time
+s = json.load(open(sys.argv[1])); now = int(time.time())
+exec(sys.argv[2])
+json.dump(s, open(sys.argv[1] + ".new", "w"))
+PY
+    mv "$work/fleet.json.new" "$work/fleet.json"
+}
+list_on() { edit "s['listings'].append({'asset': '$1', 'blacklist': '$2', 'listed': now, 'delisted': None})"; }
+delist() { edit "next(l for l in s['listings'] if l['asset'] == '$1' and l['delisted'] is None and l['blacklist'] == '$2')['delisted'] = now"; }
+

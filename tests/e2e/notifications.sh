@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What a page says, as on call receives it: an exporter polling a fleet API this script
-# controls (tests/e2e/fleet_api.py; reports on, following the list), a real Prometheus with the
+# controls (tests/e2e/fleet_api.py; the defaults: the listed assets' reports), a real Prometheus with the
 # shipped scrape job and rules (at a compressed pace), a real Alertmanager with the shipped
 # configuration and templates sending real e-mail to an SMTP server on loopback
 # (tests/e2e/smtp_sink.py, aiosmtpd) and Slack messages and webhooks to a local receiver.
@@ -31,17 +31,6 @@ keep=15
 
 # Twelve addresses, nothing listed.
 echo '{"assets": 12, "listings": [], "flaky": false}' >"$work/fleet.json"
-edit() {
-    python3 - "$work/fleet.json" "$1" <<'PY'
-import json, sys, time
-s = json.load(open(sys.argv[1])); now = int(time.time())
-exec(sys.argv[2])
-json.dump(s, open(sys.argv[1] + ".new", "w"))
-PY
-    mv "$work/fleet.json.new" "$work/fleet.json"
-}
-list_on() { edit "s['listings'].append({'asset': '$1', 'blacklist': '$2', 'listed': now, 'delisted': None})"; }
-delist() { edit "next(l for l in s['listings'] if l['asset'] == '$1' and l['delisted'] is None)['delisted'] = now"; }
 python3 tests/e2e/fleet_api.py "$work/fleet.json" "$work/api.port" >"$work/api.log" 2>&1 &
 pids+=($!)
 webhook_port=$(free_port)
@@ -56,35 +45,14 @@ exporter_port=$(free_port)
 REPUTATION_EXPORTER_API__BASE_URL="http://127.0.0.1:$(cat "$work/api.port")" \
 REPUTATION_EXPORTER_API__TOKEN=e2e-token \
 REPUTATION_EXPORTER_POLL__INTERVAL=${poll}s \
-REPUTATION_EXPORTER_ASSET_REPORTS__ENABLED=true \
 REPUTATION_EXPORTER_ASSET_REPORTS__INTERVAL=1h \
 REPUTATION_EXPORTER_STATE__ENABLED=false \
     "$exporter_bin" --web.listen-address "127.0.0.1:$exporter_port" >"$work/exporter.log" 2>&1 &
 pids+=($!)
 
-alertmanager_port=$(free_port)
-shipped_alertmanager "$work/am" "$webhook_port" "$(cat "$work/smtp.port")"
-prometheus-alertmanager --config.file="$work/am/alertmanager.yml" --storage.path="$work/am-data" \
-    --web.listen-address="127.0.0.1:$alertmanager_port" --cluster.listen-address= \
-    >"$work/alertmanager.log" 2>&1 &
-pids+=($!)
-
+start_alertmanager "$webhook_port" "$(cat "$work/smtp.port")"
 compressed_rules "$work/rules"
-{
-    cat <<YAML
-global:
-  scrape_interval: 5s
-  evaluation_interval: ${evaluation}s
-rule_files: ["$work/rules/alerts.yml", "$work/rules/rules.yml"]
-alerting:
-  alertmanagers:
-    - static_configs:
-        - targets: ["127.0.0.1:$alertmanager_port"]
-YAML
-    sed -e "s/scrape_interval: .*/scrape_interval: 5s/" -e "s/scrape_timeout: .*/scrape_timeout: 4s/" \
-        -e "s/reputation-exporter-1:9525/127.0.0.1:$exporter_port/" -e "/reputation-exporter-2:9525/d" \
-        deploy/prometheus/scrape.yml
-} >"$work/prometheus.yml"
+compressed_prometheus "127.0.0.1:$exporter_port"
 prometheus_port=$(free_port)
 prometheus --config.file="$work/prometheus.yml" --storage.tsdb.path="$work/prometheus-data" \
     --web.listen-address="127.0.0.1:$prometheus_port" --query.lookback-delta=20s \
@@ -202,7 +170,7 @@ grep -q "barracudacentral.org/rbl/removal-request/10.0.0.3" "$work/mail-dom.html
 echo "notifications: the HTML mail rendered in Chromium shows the removal button and the critical border (target/notification.png)"
 
 # 5. The delisting resolves the page by e-mail.
-delist 10.0.0.3
+delist 10.0.0.3 BARRACUDA
 wait_for "the resolution's e-mail" 120 mailed 3
 python3 - "$work" <<'PY' || fail "the resolution's e-mail is not the listing's"
 import email, email.policy, glob, sys

@@ -107,6 +107,25 @@ impl PausedApp {
         get_in_process(&self.router, "/metrics").await
     }
 
+    /// Stops it as a restart does, and waits until its tasks have ended and let go of the state
+    /// store of `account_dir` (`state.path`/`api` for the account of `[api]`): until its
+    /// database opens again (redb refuses a second opening while one is held).
+    pub async fn stop(self, account_dir: &std::path::Path) {
+        drop(self);
+        let database = account_dir.join("state.redb");
+        for _ in 0..10_000 {
+            match redb::Database::open(&database) {
+                Ok(_) => return,
+                Err(redb::DatabaseError::DatabaseAlreadyOpen) => tokio::task::yield_now().await,
+                Err(other) => panic!("{}: {other}", database.display()),
+            }
+        }
+        panic!(
+            "{}: still held after the exporter stopped",
+            database.display()
+        );
+    }
+
     /// Every line this exporter has logged so far.
     pub fn logs(&self) -> String {
         String::from_utf8_lossy(&self.log.lock().unwrap()).into_owned()
