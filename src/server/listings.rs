@@ -11,11 +11,46 @@ use crate::snapshot::Snapshot;
 
 use super::landing::escape;
 
-/// The section of the current listings, or nothing without reports.
+/// The section of the current listings and of the blacklists the reports name, or nothing
+/// without reports.
 pub(super) fn section(page: &mut String, snapshot: &Snapshot, blacklists: &Blacklists) {
     let Some(reports) = snapshot.reports.as_deref() else {
         return;
     };
+    listings(page, reports, blacklists);
+    named(page, snapshot, blacklists);
+}
+
+/// Every blacklist the reports name (bounded by the lists), as a service spells it, with what
+/// is known of it: a list that is gone, one nobody knows.
+fn named(page: &mut String, snapshot: &Snapshot, blacklists: &Blacklists) {
+    if snapshot.blacklists.is_empty() {
+        return;
+    }
+    page.push_str(
+        "<h2 id=\"blacklists\">The blacklists the reports name</h2><table><tr>\
+         <th>blacklist</th><th>known as</th><th>policy</th></tr>",
+    );
+    for name in &snapshot.blacklists {
+        let said = blacklists.said(name);
+        let class = match said.policy {
+            Policy::Gone => " class=\"warn\"",
+            Policy::Unknown => " class=\"bad\"",
+            _ => "",
+        };
+        let _ = write!(
+            page,
+            "<tr><td>{}</td><td>{}</td><td{class}>{}</td></tr>",
+            escape(name),
+            escape(&said.list),
+            escape(&said.summary),
+        );
+    }
+    page.push_str("</table>");
+}
+
+/// The current listings, newest first.
+fn listings(page: &mut String, reports: &crate::model::Reports, blacklists: &Blacklists) {
     let (listings, total) = reports.newest_listings(NEWEST_SHOWN);
     page.push_str("<h2 id=\"listings\">Current listings, newest first</h2>");
     if listings.is_empty() {
@@ -120,7 +155,8 @@ mod tests {
         let snapshot = Snapshot::build(None, None, Some(Arc::new(reports)), true, 1);
         let mut page = String::new();
         section(&mut page, &snapshot, &Blacklists::builtin());
-        let rows: Vec<&str> = page.split("<tr>").skip(2).collect();
+        let listed = page.split("<h2 id=\"blacklists\">").next().unwrap();
+        let rows: Vec<&str> = listed.split("<tr>").skip(2).collect();
         assert_eq!(rows.len(), 3, "{page}");
         assert_eq!(
             rows[0],
@@ -133,8 +169,8 @@ mod tests {
             "<td>ip 192.0.2.1</td><td>team-transactional</td><td>BARRACUDA (Barracuda BRBL)</td>\
              <td class=\"num\">2026-11-26 11:00</td><td>Removal on request, reviewed by a \
              person.</td><td>Fill in Barracuda&#39;s removal request form (address, e-mail, \
-             phone, reason); it is free and reviewed by a person, usually within a day or two.\
-             </td><td><a href=\"https://www.barracudacentral.org/rbl/removal-request/192.0.2.1\">\
+             phone, reason); it is free and reviewed by a person (within a day or two, by \
+             third-party reports).</td><td><a href=\"https://www.barracudacentral.org/rbl/removal-request/192.0.2.1\">\
              https://www.barracudacentral.org/rbl/removal-request/192.0.2.1</a></td></tr>"
         );
         assert!(
@@ -147,9 +183,20 @@ mod tests {
             rows[2]
         );
         assert!(
-            !page.contains("SpamCop"),
+            !listed.contains("SpamCop"),
             "a delisting is no current listing"
         );
+        // Every list the reports name, with what is known of it.
+        let named = page.split("<h2 id=\"blacklists\">").nth(1).unwrap();
+        assert!(
+            named.contains(
+                "<tr><td>SORBS DUHL</td><td>SORBS</td><td class=\"warn\">Gone since \
+                 2024-06-05: the listing is stale; no page.</td></tr>"
+            ),
+            "{named}"
+        );
+        assert!(named.contains("<tr><td>Nightwatch RBL</td><td></td><td class=\"bad\">"));
+        assert!(named.contains("<tr><td>SpamCop</td><td>SpamCop</td><td>Expires by itself"));
     }
 
     #[test]

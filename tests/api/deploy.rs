@@ -461,3 +461,43 @@ fn every_link_between_the_readme_and_the_docs_reaches_a_file_and_its_heading() {
     }
     assert!(checked > 40, "only {checked} links found");
 }
+
+/// The recording rules' results each file of a fleet's global view takes: those of the groups
+/// for the fleet, none of the pages' (per asset, which must stay on the servers).
+#[test]
+fn a_global_view_takes_the_fleet_rules_results_and_none_of_the_pages() {
+    let rules = read("deploy/prometheus/rules.yml");
+    let mut group = String::new();
+    let mut records: Vec<(String, String)> = Vec::new();
+    for line in rules.lines().map(str::trim) {
+        if let Some(name) = line.trim_start_matches("- ").strip_prefix("name: ") {
+            group = name.trim_matches('"').to_owned();
+        }
+        if let Some(record) = line.strip_prefix("record: ") {
+            records.push((group.clone(), record.trim_matches('"').to_owned()));
+        }
+    }
+    assert!(records.len() >= 20, "{records:?}");
+    let federate = read("deploy/prometheus/fleet/federate.yml");
+    let federated = federate
+        .split("{__name__=~\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap();
+    let remote = read("deploy/prometheus/fleet/remote-write.yml");
+    let written = remote
+        .split("regex: 'reputation;(")
+        .nth(1)
+        .and_then(|rest| rest.split("|up|").next())
+        .unwrap();
+    for (file, pattern) in [("federate.yml", federated), ("remote-write.yml", written)] {
+        let taken = regex::Regex::new(&format!("^(?:{pattern})$")).unwrap();
+        for (group, record) in &records {
+            assert_eq!(
+                taken.is_match(record),
+                group != "reputation.pages",
+                "{file} and {record} of {group}"
+            );
+        }
+    }
+}
