@@ -6,8 +6,6 @@
 //! - [`vocabulary`]: endpoint, kind, how a request failed ([`vocabulary::Failure`]) and the
 //!   `code` label it counts under, SNDS colour, the secret, durations.
 //! - [`logging`]: logfmt and JSON lines.
-//! - [`blacklists`]: what the project knows of each blacklist (names, removal page, policy),
-//!   built in and extended by the configuration.
 //! - [`health`]: what an account's pollers know of its API (each endpoint's state, failing
 //!   streaks, the token's verdict); decisions read it, the health metrics are rendered from it.
 //! - [`telemetry`]: the exporter's own metrics, on `prometheus-client`.
@@ -16,6 +14,8 @@
 //!   docs/upstream.md.
 //! - [`exposition`]: the per-asset metric families, OpenMetrics 1.0 and Prometheus text 0.0.4
 //!   writers, and gzip.
+//! - [`blacklists`]: what the project knows of each blacklist (names, removal page, policy),
+//!   built in and extended by the configuration.
 //! - [`snapshot`]: what a scrape serves: each list rendered once, and the assembled body.
 //! - [`disk`]: the state store: each account's lists and reports kept on local disk, so that a
 //!   restart serves them at once and fetches only what is due.

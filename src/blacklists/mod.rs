@@ -14,6 +14,8 @@ use std::fmt::Write as _;
 
 use serde::Deserialize;
 
+use crate::exposition::write_sample_at;
+
 /// The removal policy of a list, as a word the rules and the dashboard can match on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -296,9 +298,9 @@ impl Blacklists {
              name: its usual name, removal policy and page ({asset} stands for the asset).\n\
              # TYPE reputation_blacklist info\n",
         );
+        let mut lines = Vec::new();
         for name in names {
             let said = self.said(name);
-            out.push_str("reputation_blacklist_info{");
             let labels = [
                 ("blacklist", name),
                 ("list", &said.list),
@@ -307,16 +309,10 @@ impl Blacklists {
                 ("removal", &said.removal),
                 ("advice", &said.advice),
             ];
-            for (i, (label, value)) in labels.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                let _ = write!(out, "{label}=\"");
-                escape(value, out);
-                out.push('"');
-            }
-            out.push_str("} 1\n");
+            write_sample_at(&mut lines, "reputation_blacklist_info", &labels, 1.0, None);
         }
+        // Names and labels are strings, and the writer writes them whole.
+        out.push_str(&String::from_utf8_lossy(&lines));
     }
 }
 
@@ -376,18 +372,6 @@ impl Said {
     /// The removal page for `asset`: [`Said::removal`] with `{asset}` filled in.
     pub fn removal_for(&self, asset: &str) -> String {
         self.removal.replace("{asset}", asset)
-    }
-}
-
-/// A label value escaped for the exposition formats: backslash, double quote and new line.
-fn escape(value: &str, out: &mut String) {
-    for c in value.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '"' => out.push_str("\\\""),
-            '\n' => out.push_str("\\n"),
-            c => out.push(c),
-        }
     }
 }
 
