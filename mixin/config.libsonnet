@@ -77,6 +77,10 @@
     // metrics.max_age.
     staleAfterSeconds: 2700,
     staleFor: '5m',
+    // How long a replica's last success still counts after its last scrape: a replica that
+    // restarts (a rollout, a node drain) while another cannot reach the API does not make
+    // the data look stale.
+    replicaHeld: '15m',
     // The pages read the current replicas: those whose lists are at most this much older than
     // the newest replica's (a poll.interval and a minute). A replica that cannot reach the API
     // while another can is left out: its values are old news that would hold a page open or

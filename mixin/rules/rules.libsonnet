@@ -16,9 +16,6 @@
   local rec(name) = '%s{%s}' % [name, c.selector],
   // `expr` (per-asset series of the replicas) kept for the replicas whose lists are current.
   local current(expr) = '(%s) and on (job, %s, %s) %s' % [expr, c.accountLabel, c.replicaLabel, rec('replica:reputation_last_success_timestamp_seconds:current')],
-  // What a page needs, held while the exporter cannot say: `live`, what the data says now, or
-  // the last minute's result where the account's data of that kind is not served at all (every
-  // replica down or restarting, an API outage past metrics.max_age, a scrape missed).
   // `condition` on a per-asset series, as every current replica sees it (the one that
   // reports on the asset among them): aggregated with `aggregation` over the replicas.
   local everyCurrent(condition, aggregation) =
@@ -31,11 +28,23 @@
       a: c.accountLabel,
       current: rec('replica:reputation_last_success_timestamp_seconds:current'),
     },
-  // The assets a current replica has the report of.
-  local reported = 'max without (%s) (%s)' % [c.replicaLabel, current('reputation_blacklistings_named{%s}' % c.selector)],
+  // The assets a current replica has the report of, one that has caught up with its list: not
+  // one naming fewer listings than the list counts when the count has just risen (the report
+  // that follows the list comes within minutes; until then the report says nothing of it).
+  local reported = 'max without (%(r)s) (%(x)s)' % {
+    r: c.replicaLabel,
+    x: current('reputation_blacklistings_named{%(s)s} unless (reputation_blacklistings_named{%(s)s} < reputation_blacklistings{%(s)s} and reputation_blacklistings_change{%(s)s} > 0)' % { s: c.selector }),
+  },
+  // The assets every current replica's list says are on no blacklist: what a held report
+  // said is over, whichever replica reports on them.
+  local unlisted = 'max without (%s) (%s) == 0' % [c.replicaLabel, current('reputation_blacklistings{%s}' % c.selector)],
+  // What a page needs, held while the exporter cannot say: `live`, what the data says now, or
+  // the last minute's result where no current replica serves the account's data of that kind
+  // (every replica down or restarting, an API outage past metrics.max_age, a scrape missed,
+  // only a replica cut off from the API left).
   local held(name, live) =
-    '%s\nor\n(%s offset 1m unless on (job, %s, kind) max without (%s, %s) (reputation_assets{%s}) > 0)'
-    % [live, rec(name), c.accountLabel, c.replicaLabel, c.shardLabel, c.selector],
+    '%s\nor\n(%s offset 1m unless on (job, %s, kind) max without (%s, %s) (%s) > 0)'
+    % [live, rec(name), c.accountLabel, c.replicaLabel, c.shardLabel, current('reputation_assets{%s}' % c.selector)],
 
   prometheusRules+:: {
     groups+: [
@@ -109,21 +118,26 @@
         name: 'reputation.pages',
         rules: [
           // The current replicas: those whose lists are no more than currentSlackSeconds older
-          // than the newest replica's of the account, and those that started (or were first
-          // scraped) within that time and have not polled yet: the others wait for their first
-          // poll. The pages read these alone: a replica that cannot reach the API while
+          // than the newest any replica of the account served within replicaHeld (so that a
+          // replica cut off from the API does not become current while the others restart)
+          // and that still serve assets (not past metrics.max_age), and those that started (or
+          // were first scraped) within that time and have not polled yet: the others wait for
+          // their first poll. The pages read these alone: a replica that cannot reach the API while
           // another can serves old news.
           {
             record: 'replica:reputation_last_success_timestamp_seconds:current',
             local last = 'min without (endpoint, %s) (reputation_last_success_timestamp_seconds{%s, %s})' % [c.shardLabel, c.selector, lists],
             local up = 'up{%s}' % c.selector,
-            expr: '%(last)s\n>= on (job, %(a)s) group_left\nmax by (job, %(a)s) (%(last)s) - %(slack)d\nor\n(min without (%(s)s) (%(up)s) == 1 unless on (job, %(a)s, %(r)s) %(last)s)\nand on (job, %(a)s, %(r)s) (min without (%(s)s) (min_over_time(%(up)s[%(slack)ds])) == 0 or min without (%(s)s) (%(up)s unless %(up)s offset %(slack)ds))' % {
+            expr: '%(last)s\n>= on (job, %(a)s) group_left\nmax by (job, %(a)s) (max_over_time(reputation_last_success_timestamp_seconds{%(sel)s, %(lists)s}[%(held)s])) - %(slack)d\nand on (job, %(a)s, %(r)s) max without (kind, %(s)s) (reputation_assets{%(sel)s}) > 0\nor\n(min without (%(s)s) (%(up)s) == 1 unless on (job, %(a)s, %(r)s) %(last)s)\nand on (job, %(a)s, %(r)s) (min without (%(s)s) (min_over_time(%(up)s[%(slack)ds])) == 0 or min without (%(s)s) (%(up)s unless %(up)s offset %(slack)ds))' % {
               last: last,
               up: up,
               a: c.accountLabel,
               r: c.replicaLabel,
               s: c.shardLabel,
               slack: c.currentSlackSeconds,
+              sel: c.selector,
+              lists: lists,
+              held: c.replicaHeld,
             },
           },
           // Assets whose report says the API last updated them more than checkOldSeconds ago
@@ -152,36 +166,19 @@
             expr: held('asset:reputation_snds_blocked_change:paging', '(%s)\nunless on (%s) %s' % [everyCurrent('reputation_snds_blocked_change{%s} > 0' % c.selector, 'max'), asset, rec('asset:reputation_senderscore_last_update_timestamp_seconds:old')]),
           },
           // How many listings the asset's report names (when any), held while no current
-          // replica has the report (the replica that reports on it restarting).
+          // replica has the report (the replica that reports on it restarting, or cut off
+          // from the API) and the lists still count one.
           {
             record: 'asset:reputation_blacklistings_named:max',
-            expr: 'max without (%s) (%s)\nor\n(%s offset 1m unless on (%s) %s)' % [
+            expr: 'max without (%s) (%s)\nor\n(%s offset 1m unless on (%s) %s unless on (%s) %s)' % [
               c.replicaLabel,
               current('reputation_blacklistings_named{%s} > 0' % c.selector),
               rec('asset:reputation_blacklistings_named:max'),
               asset,
               reported,
+              asset,
+              unlisted,
             ],
-          },
-          // A rise of the list's count at the API's last check, once every current replica
-          // has seen it (the one that reports on the asset among them), that no report names:
-          // the report names fewer listings than the list counts, and fewer begun in the last
-          // two hours (since the check before) than the count rose by.
-          {
-            record: 'asset:reputation_blacklistings_change:unnamed',
-            expr: held(
-              'asset:reputation_blacklistings_change:unnamed',
-              'count without (%(r)s) (%(change)s) >= on (job, %(a)s) group_left count by (job, %(a)s) (%(current)s)\nunless on (%(asset)s)\n(max without (%(r)s) (%(named)s) >= max without (%(r)s) (%(count)s)\nor count without (blacklist) (max without (%(r)s) (%(recent)s)) >= max without (%(r)s) (%(change)s))' % {
-                r: c.replicaLabel,
-                asset: asset,
-                a: c.accountLabel,
-                current: rec('replica:reputation_last_success_timestamp_seconds:current'),
-                change: current('reputation_blacklistings_change{%s} > 0' % c.selector),
-                named: rec('asset:reputation_blacklistings_named:max'),
-                count: current('reputation_blacklistings{%s} > 0' % c.selector),
-                recent: current('reputation_blacklist_listed_since_timestamp_seconds{%s} > time() - 7200' % c.selector),
-              }
-            ),
           },
           // A replica's report older than its list: it names a listing that began an API
           // check interval (apiCheckSeconds) or more before the replica's last list poll, and
@@ -203,26 +200,76 @@
               c.selector,
             ],
           },
+          // When a current replica's report last said a blacklist delisted the asset (its
+          // newest event of that blacklist), remembered listingNewSeconds after the replica that
+          // said it goes (a restart): evidence that a listing begun before is over, whatever an
+          // older report of another replica still names.
+          {
+            record: 'asset_blacklist:reputation_blacklist_delisted:max',
+            expr: 'max without (%s) (%s)\nor\n%s offset 1m > time() - %d' % [
+              c.replicaLabel,
+              current('reputation_blacklist_last_change_timestamp_seconds{%(s)s} and reputation_blacklist_listed{%(s)s} == 0' % { s: c.selector }),
+              rec('asset_blacklist:reputation_blacklist_delisted:max'),
+              c.listingNewSeconds,
+            ],
+          },
           // Listings a report names that began less than listingNewSeconds ago, by when they
-          // began (an outdated report keeps a page open until it is refreshed, and opens none);
-          // held while no current replica has the asset's report (a cold start before its
-          // first round, the replica reporting on it restarting).
+          // began, from the current replicas' reports (an outdated report opens none, nor one
+          // that another current replica's report says was delisted since). Held,
+          // whatever the replicas serve meanwhile, until the data says the listing is over: a
+          // current replica's report says that blacklist delisted the asset after the listing
+          // began, or a current replica's list, polled an API check interval after the
+          // listing began, counts no listing. A report older than the listing (a replica whose
+          // round has not come, whose reports fail, or that started cold) ends nothing.
           {
             record: 'asset_blacklist:reputation_blacklist_listed_since:new',
-            local name = 'asset_blacklist:reputation_blacklist_listed_since:new',
+            local held = rec('asset_blacklist:reputation_blacklist_listed_since:new') + ' offset 1m',
             local outdated = rec('replica_asset_blacklist:reputation_blacklist_listed_since:outdated'),
-            expr: '(%s\nor\nmax without (%s) (%s) and on (%s, blacklist) %s offset 1m) > time() - %d\nor\n(%s offset 1m > time() - %d unless on (%s) %s)' % [
-              'max without (%s) (%s)' % [c.replicaLabel, current('reputation_blacklist_listed_since_timestamp_seconds{%s} unless on (%s, blacklist, %s) %s' % [c.selector, asset, c.replicaLabel, outdated])],
-              c.replicaLabel,
-              current(outdated),
-              asset,
-              rec(name),
-              c.listingNewSeconds,
-              rec(name),
-              c.listingNewSeconds,
-              asset,
-              reported,
-            ],
+            local delisted = rec('asset_blacklist:reputation_blacklist_delisted:max'),
+            local uncounted = 'max without (%(r)s) ((reputation_blacklistings{%(s)s} == 0) * 0 + on (job, %(a)s, %(r)s) group_left %(current)s) - %(check)d' % {
+              r: c.replicaLabel,
+              s: c.selector,
+              a: c.accountLabel,
+              current: rec('replica:reputation_last_success_timestamp_seconds:current'),
+              check: c.apiCheckSeconds,
+            },
+            local since = 'reputation_blacklist_listed_since_timestamp_seconds{%s}' % c.selector,
+            expr: '%(live)s > time() - %(new)d\nor\n(%(held)s > time() - %(new)d\nunless on (%(asset)s, blacklist) (%(delisted)s >= on (%(asset)s, blacklist) %(held)s)\nunless on (%(asset)s, blacklist) (%(held)s < on (%(asset)s) group_left %(uncounted)s))' % {
+              live: 'max without (%s) (%s)' % [c.replicaLabel, current('%s unless on (%s, blacklist, %s) %s unless on (%s, blacklist, %s) (%s <= on (%s, blacklist) group_left %s)' % [since, asset, c.replicaLabel, outdated, asset, c.replicaLabel, since, asset, delisted])],
+              new: c.listingNewSeconds,
+              held: held,
+              asset: asset,
+              delisted: delisted,
+              uncounted: uncounted,
+            },
+          },
+          // A rise of the list's count at the API's last check, once every current replica
+          // has seen it (the one that reports on the asset among them), that no report names:
+          // the report names fewer listings than the list counts, and fewer begun in the two
+          // API check intervals before the list's poll (since the check before the one the list
+          // shows) than the count rose by, of the listings the pages hold (so that a cold start
+          // of the replica reporting on the asset explains nothing away).
+          {
+            record: 'asset:reputation_blacklistings_change:unnamed',
+            expr: held(
+              'asset:reputation_blacklistings_change:unnamed',
+              'count without (%(r)s) (%(change)s) >= on (job, %(a)s) group_left count by (job, %(a)s) (%(current)s)\nunless on (%(asset)s)\n(max without (%(r)s) (%(named)s) >= max without (%(r)s) (%(count)s)\nor count without (blacklist) (%(recent)s) >= max without (%(r)s) (%(change)s))' % {
+                r: c.replicaLabel,
+                asset: asset,
+                a: c.accountLabel,
+                current: rec('replica:reputation_last_success_timestamp_seconds:current'),
+                change: current('reputation_blacklistings_change{%s} > 0' % c.selector),
+                named: rec('asset:reputation_blacklistings_named:max'),
+                count: current('reputation_blacklistings{%s} > 0' % c.selector),
+                recent: '%s > on (job, %s) group_left max by (job, %s) (%s) - %d' % [
+                  rec('asset_blacklist:reputation_blacklist_listed_since:new'),
+                  c.accountLabel,
+                  c.accountLabel,
+                  rec('replica:reputation_last_success_timestamp_seconds:current'),
+                  2 * c.apiCheckSeconds,
+                ],
+              }
+            ),
           },
           // When the count's page began (its rise had stood listingCountFor), while it stands,
           // and remembered listingNewSeconds after it (the start of the last one).
@@ -251,23 +298,27 @@
               unnamed: rec('asset:reputation_blacklistings_change:unnamed'),
             },
           },
-          // How long no replica has polled the account's lists, past staleAfterSeconds; held
-          // (and counting) while no replica serves a last success at all.
+          // How long no replica has polled the account's lists (the older list endpoint's
+          // newest success). A replica's last success counts for replicaHeld after its last
+          // scrape (a replica restarting while another cannot reach the API), and the age goes
+          // on counting while no replica has served one that long (every replica restarting,
+          // or started cold during an API outage).
           {
-            record: 'account:reputation_last_success_age_seconds:stale',
-            local name = 'account:reputation_last_success_age_seconds:stale',
-            expr: 'time() - min without (endpoint) (max without (%s, %s) (reputation_last_success_timestamp_seconds{%s, %s})) > %d\nor\n(%s offset 1m + 60 unless on (job, %s) group by (job, %s) (reputation_last_success_timestamp_seconds{%s, %s}))' % [
+            record: 'account:reputation_last_success_age_seconds:max',
+            local name = 'account:reputation_last_success_age_seconds:max',
+            expr: 'time() - min without (endpoint) (max without (%s, %s) (max_over_time(reputation_last_success_timestamp_seconds{%s, %s}[%s])))\nor\n%s offset 1m + 60' % [
               c.replicaLabel,
               c.shardLabel,
               c.selector,
               lists,
-              c.staleAfterSeconds,
+              c.replicaHeld,
               rec(name),
-              c.accountLabel,
-              c.accountLabel,
-              c.selector,
-              lists,
             ],
+          },
+          // That age past staleAfterSeconds.
+          {
+            record: 'account:reputation_last_success_age_seconds:stale',
+            expr: '%s > %d' % [rec('account:reputation_last_success_age_seconds:max'), c.staleAfterSeconds],
           },
         ],
       },

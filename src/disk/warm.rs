@@ -42,7 +42,7 @@ pub struct Kept {
 
 /// Opens the store in `dir` and reads back what it kept within `limits`, the lists' bodies and
 /// the reports side by side, off the async threads; tells `health` when each endpoint last
-/// answered. `None`, said once with why, when the store cannot be used: the account then starts
+/// answered, whatever the age (a list too old to serve still dates the data's staleness). `None`, said once with why, when the store cannot be used: the account then starts
 /// cold and keeps nothing across restarts.
 pub async fn read_back(
     dir: PathBuf,
@@ -52,7 +52,7 @@ pub async fn read_back(
 ) -> Option<Kept> {
     let started = std::time::Instant::now();
     let opened = exporter_web::task::spawn_blocking(move || read(&dir, &identity, limits)).await;
-    let (disk, lists, (reports, newest)) = match opened {
+    let (disk, lists, successes, (reports, newest)) = match opened {
         Ok(Ok(opened)) => opened,
         Ok(Err(error)) => {
             warn!(
@@ -64,22 +64,25 @@ pub async fn read_back(
         }
         Err(_) => return None,
     };
-    for (_, _, endpoint, fetched) in &lists {
-        health.restored(*endpoint, *fetched);
+    for (endpoint, fetched) in successes {
+        health.restored(endpoint, fetched);
     }
     if let Some(newest) = newest {
         health.restored(Endpoint::Asset, newest);
     }
     Some(Kept {
         disk: Arc::new(disk),
-        lists: lists.into_iter().map(|(part, at, ..)| (part, at)).collect(),
+        lists,
         reports,
         read: started.elapsed(),
     })
 }
 
-/// A list read back: rendered, the instant it was fetched, its endpoint and Unix time.
-type ReadList = (ListPart, Instant, Endpoint, f64);
+/// A list read back: rendered, and the instant it was fetched.
+type ReadList = (ListPart, Instant);
+
+/// Each list endpoint's last success as the store kept it (Unix time), served or not.
+type Successes = Vec<(Endpoint, f64)>;
 
 /// The reports read back, and the Unix time of the newest.
 type ReadReports = (Reports, Option<f64>);
@@ -89,8 +92,13 @@ fn read(
     dir: &std::path::Path,
     identity: &Identity,
     limits: Limits,
-) -> Result<(Disk, Vec<ReadList>, ReadReports), DiskError> {
+) -> Result<(Disk, Vec<ReadList>, Successes, ReadReports), DiskError> {
     let (disk, restored) = Disk::open(dir, identity)?;
+    let successes = restored
+        .lists
+        .iter()
+        .map(|list| (Endpoint::list(list.kind), list.fetched))
+        .collect();
     let now = unix_now();
     let fresh = |fetched: f64, max_age: Duration| now - fetched < max_age.as_secs_f64();
     let (lists, reports) = std::thread::scope(|threads| {
@@ -102,7 +110,7 @@ fn read(
                 threads.spawn(move || {
                     let (part, fetched) = read_list(list, limits.max_labels, limits.shards)?;
                     let at = instant_at(fetched).filter(|_| fresh(fetched, limits.max_age))?;
-                    Some((part, at, Endpoint::list(list.kind), fetched))
+                    Some((part, at))
                 })
             })
             .collect();
@@ -128,5 +136,5 @@ fn read(
             .collect();
         (lists, reports)
     });
-    Ok((disk, lists, reports?))
+    Ok((disk, lists, successes, reports?))
 }

@@ -14,6 +14,7 @@ mod hostile;
 mod logs;
 mod messages;
 mod metrics;
+mod model;
 mod process;
 mod reload;
 mod reports;

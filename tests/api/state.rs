@@ -170,6 +170,43 @@ async fn a_restart_does_not_ask_again_for_the_reports_that_disagreed_with_their_
     drop(second);
 }
 
+#[tokio::test(start_paused = true)]
+async fn a_restart_serves_the_last_success_however_old_and_no_list_older_than_max_age() {
+    let state = StateDir::new("old");
+    let api = SimulatedApi::new(5, 0);
+    let keep = state.keep();
+    // The restart's max_age one the wall clock passes within the test (the store's times are
+    // wall-clock; the paused clock does not move them).
+    let short = move |s: &mut Settings| {
+        keep(s);
+        s.metrics.max_age = crate::helpers::duration("2s");
+    };
+    let start = tokio::time::Instant::now();
+    let first = PausedApp::start(api.clone(), "5m", "1h", state.keep()).await;
+    until(start, 1).await;
+    let before = first.metrics().await;
+    let listed_at = sample(&before, LAST_LIST).expect("a list poll's time");
+    assert!(!asset_lines(&before).is_empty());
+    stop(first, &state).await;
+
+    // Restarted during an outage, the stored lists older than max_age: no asset is served,
+    // and the lists' last success is the stored one, so the data's staleness goes on counting
+    // from it (not from nothing, as after a cold start).
+    std::thread::sleep(Duration::from_millis(2500));
+    api.hold();
+    let second = PausedApp::start(api.clone(), "5m", "1h", short).await;
+    let restored = second.metrics().await;
+    assert_eq!(
+        asset_lines(&restored),
+        Vec::<&str>::new(),
+        "{}",
+        second.logs()
+    );
+    assert_eq!(sample(&restored, LAST_LIST), Some(listed_at), "{restored}");
+    api.release();
+    drop(second);
+}
+
 /// Starts an exporter on `state` after `spoil` has done its worst to the stored account, and
 /// checks it starts cold: one warning naming the store, every report fetched at once, and the
 /// spoiled store set aside, not lost.

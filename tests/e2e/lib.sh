@@ -93,9 +93,10 @@ compressed_rules() {
         -e "s/^( +(- )?interval: )\"5m\"/\\1\"${poll}s\"/" \
         deploy/prometheus/alerts.yml >"$1/alerts.yml"
     sed -e "s/interval: \"5m\"/interval: \"${poll}s\"/" -e "s/offset 1m/offset ${evaluation}s/g" \
-        -e 's/endpoint=~\\"ip-list|domain-list\\"})) > 2700\\nor/endpoint=~\\"ip-list|domain-list\\"})) > 30\\nor/' \
+        -e "s/offset ${evaluation}s + 60\"/offset ${evaluation}s + ${evaluation}\"/" \
+        -e 's/age_seconds:max{job=\\"reputation\\"} > 2700"/age_seconds:max{job=\\"reputation\\"} > 30"/' \
         deploy/prometheus/rules.yml >"$1/rules.yml"
-    grep -q '> 30\\nor' "$1/rules.yml" || fail "ReputationDataStale's threshold was not shortened"
+    grep -q 'age_seconds:max{job=\\"reputation\\"} > 30"' "$1/rules.yml" || fail "ReputationDataStale's threshold was not shortened"
     grep -q "interval: \"${poll}s\"" "$1/rules.yml" || fail "the recording rules' interval was not shortened"
     ! grep -q "offset 1m" "$1/rules.yml" || fail "the pages' rules still read back a minute"
 }

@@ -381,6 +381,21 @@ def serve_listing(t, replicas, asset, blacklist_periods, checks_every=60, extra_
                 listing(periods),
                 report=True,
             )
+            # The report's newest event of that blacklist: listed (1) or delisted (0), and when.
+            newest = newest_event(periods)
+            for name, i in (("reputation_blacklist_listed", 1), ("reputation_blacklist_last_change_timestamp_seconds", 0)):
+                t.served(name, {**asset, "blacklist": blacklist}, r, lambda m, i=i: None if newest(m) is None else newest(m)[i], report=True)
+
+
+def newest_event(periods):
+    """The newest blacklist event at a minute for listings during `periods`: (Unix time, 1)
+    listed then, (Unix time, 0) delisted then; None before the first."""
+
+    def at(minute):
+        events = [(first * 60, 1) for first, _ in periods] + [(end * 60, 0) for _, end in periods]
+        return max((e for e in events if e[0] <= minute * 60), default=None)
+
+    return at
 
 
 def scenarios():
@@ -465,7 +480,8 @@ listing but not the new one, the count's page too.""",
         "a listing and its end within a poll",
         """The API checks every minute here. A listing that the first replica's poll sees
 (minute 600) and the next one no longer (605) pages from its report (601) and resolves
-within a poll plus keep_firing_for; the second replica (polling at 4 past) never sees it.
+when the second replica (polling at 4 past), which never sees it, fetches a report that says
+it was delisted (605).
 A listing that begins and ends between two polls of both (611 to 613) pages nothing.""",
         720,
         CRITICAL,
@@ -473,7 +489,7 @@ A listing that begins and ends between two polls of both (611 to 613) pages noth
     r1, r2 = Replica("reputation-exporter-1:9525", 0), Replica("reputation-exporter-2:9525", 4)
     serve_listing(t, [r1, r2], ip(2), {"SpamCop": [(600, 603)]}, checks_every=1)
     serve_listing(t, [r1, r2], ip(3), {"SpamCop": [(611, 614)]}, checks_every=1)
-    t.expect("ReputationBlacklistListed", {**ip(2), "blacklist": "SpamCop"}, (601, 605))
+    t.expect("ReputationBlacklistListed", {**ip(2), "blacklist": "SpamCop"}, (601, 604))
     out["alerts_test.yml"].append(t)
 
     # --- days: the topologies ----------------------------------------------------------------
@@ -489,8 +505,9 @@ Prometheus down four minutes (900-903) and two scrapes missed (1000-1001), until
 is twelve hours old (1319, plus keep_firing_for); it stands then as one of the account's
 listings. 192.0.2.1's listing, days old when monitoring began, ends at 3000: no page
 for it either way. 192.0.2.3 is listed on SpamCop 1500-1619 and again from 1740 to 2039, and
-on Barracuda 1680-1919: a page per listing, each resolved when the later replica's report
-says it ended (four minutes after the first) plus keep_firing_for.""",
+on Barracuda 1680-1919: a page per listing, each resolved when the first replica's report
+says that blacklist delisted the asset (a minute after the API's check), whatever the other
+replica's report, fetched before, still names.""",
         3 * 1440,
         CRITICAL,
     )
@@ -501,8 +518,8 @@ says it ended (four minutes after the first) plus keep_firing_for.""",
     serve_listing(t, [r1, r2], ip(2), {"SpamCop": [(600, 2400)]})
     serve_listing(t, [r1, r2], ip(3), {"SpamCop": [(1500, 1620), (1740, 2040)], "Barracuda": [(1680, 1920)]})
     t.expect("ReputationBlacklistListed", {**ip(2), "blacklist": "SpamCop"}, (601, 1319))
-    t.expect("ReputationBlacklistListed", {**ip(3), "blacklist": "SpamCop"}, (1501, 1624), (1741, 2044))
-    t.expect("ReputationBlacklistListed", {**ip(3), "blacklist": "Barracuda"}, (1681, 1924))
+    t.expect("ReputationBlacklistListed", {**ip(3), "blacklist": "SpamCop"}, (1501, 1620), (1741, 2040))
+    t.expect("ReputationBlacklistListed", {**ip(3), "blacklist": "Barracuda"}, (1681, 1920))
     out["timelines_test.yml"].append(t)
 
     t = Timeline(

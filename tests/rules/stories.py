@@ -13,7 +13,9 @@ installation, score drops and SNDS blocks the API checks hourly (some during an 
 assets the API stopped checking weeks ago with a drop or a block as their last change.
 
 A model of the exporter (`serve`) turns a story into the series each replica serves minute by
-minute; promtool evaluates the shipped alerts (deploy/prometheus/alerts.yml) over them and
+minute (checked against the exporter itself: `--exporter-check` writes a few stories with what
+the model serves, which tests/api/model.rs replays against the exporter on Tokio's paused
+clock); promtool evaluates the shipped alerts (deploy/prometheus/alerts.yml) over them and
 tests/rules/receiver.yml turns their ALERTS into what the receiver gets from the shipped
 Alertmanager configuration. An oracle written from the story alone, never from the rules,
 says when each event must be paged and when nothing may be open; promtool checks, for every
@@ -75,7 +77,7 @@ class ReplicaSpec:
     offset: int  # the minute of its first poll
     reports: str  # "all", "none" or "split:K/N"
     report_latency: int  # minutes from a list poll to the report it asks for
-    round_phase: int  # the hourly report round's minute
+    round_phase: int  # the hourly report round's minute (None: no round but a cold start's)
     restarts: list = field(default_factory=list)  # (first, end, warm)
     cut_off: list = field(default_factory=list)  # (first, end): this replica cannot reach the API
     report_fails: list = field(default_factory=list)  # (first, end): its report requests fail
@@ -152,6 +154,12 @@ class Story:
         """The listings a report fetched at `minute` names: {blacklist: start}."""
         return {b: s for b, s, e in asset.listings if s <= minute < e}
 
+    def newest_event(self, asset, blacklist, minute):
+        """The newest event of `blacklist` a report fetched at `minute` shows for `asset`:
+        (minute, 1) listed then, (minute, 0) delisted then; None before the first."""
+        events = [(s, 1) for b, s, _ in asset.listings if b == blacklist] + [(e, 0) for b, _, e in asset.listings if b == blacklist]
+        return max((x for x in events if x[0] <= minute), default=None)
+
     def reachable(self, replica, minute):
         return not within(self.outages, minute) and not within(replica.cut_off, minute)
 
@@ -189,7 +197,7 @@ def story(seed, hidden_changes=False):
         drawn.append(interval(5, 30) if rnd.random() < 0.5 else interval(80, 240))
     merged = []
     for a, b in sorted(drawn):
-        if merged and a <= merged[-1][1]:
+        if merged and a < merged[-1][1] + POLL:  # (no poll between them: one outage)
             merged[-1] = (merged[-1][0], max(merged[-1][1], b))
         else:
             merged.append((a, b))
@@ -199,6 +207,7 @@ def story(seed, hidden_changes=False):
         # ReputationDataStale fires is a matter of a minute.
         if 30 < b - a < 80:
             b = min(a + 80, MINUTES)
+            a = b - 80  # (one the story's end cuts short is as long)
         outages.append((a, b))
         notes.append(f"API outage {a}-{b}")
     prometheus_down = []
@@ -247,6 +256,11 @@ def story(seed, hidden_changes=False):
             else:
                 s = rnd.randrange(0, MINUTES - 180)
             e = s + rnd.choice([rnd.randrange(130, 600), rnd.randrange(600, 3000)])
+            if s < 0 and -CHECK < e < 15:
+                # Not one that ends between the API's last check before installation and the
+                # first reports: the list would count it and no report name it, which no
+                # promise is about (a listing over before monitoring began).
+                e = 15
             if any(x == b and not (e + CHECK < xs or xe + CHECK < s) for x, xs, xe in asset.listings):
                 continue  # one listing per blacklist at a time, an hour apart
             asset.listings.append((b, s, e))
@@ -295,8 +309,10 @@ def serve(st, r):
     """The replica `r`'s view of story `st`, minute by minute. Polls every POLL minutes from its
     offset (and at once after a restart); a poll that reaches the API takes the lists. Reports
     follow the list (an asset whose entry changed is asked for a report `report_latency`
-    minutes later) and an hourly round asks for every selected asset's. A warm restart keeps
-    the lists and reports (the state store), a cold one starts with none. Past metrics.max_age
+    minutes later, and again after each poll while the fetch fails) and an hourly round asks
+    for every selected asset's. A warm restart keeps
+    the lists and reports (the state store) and the last success whatever its age, a cold one
+    starts with none. Past metrics.max_age
     without a good poll the asset series go."""
     views = []
     list_at = None
@@ -311,8 +327,6 @@ def serve(st, r):
         if restart:
             if not restart[2]:
                 list_at, last_success, reports, pending = None, None, {}, {}
-            elif last_success is not None and m - last_success >= MAX_AGE:
-                last_success = None  # a warm start restores no last success older than max_age
             down_before = True
             views.append(View(up=False))
             continue
@@ -330,11 +344,14 @@ def serve(st, r):
                 for a in selected:
                     if previous is None or st.list_entry(a, previous) != st.list_entry(a, m):
                         pending.setdefault(m + r.report_latency, set()).add(a.index)
-        if m % 60 == r.round_phase:
+        if r.round_phase is not None and m % 60 == r.round_phase:
             pending.setdefault(m, set()).update(a.index for a in selected)
         for index in pending.pop(m, ()):
             if st.reachable(r, m) and not within(r.report_fails, m):
                 reports[index] = m
+            else:
+                # A report whose fetch failed is asked for again at the next poll.
+                pending.setdefault(next_poll + r.report_latency, set()).add(index)
         fresh = list_at is not None and m - list_at < MAX_AGE
         views.append(View(up=True, list_at=list_at if fresh else None, reports=dict(reports) if fresh else {}, last_success=last_success))
     return views
@@ -383,12 +400,85 @@ def timeline(st):
                     {**lab, "blacklist": b},
                     [n[b] * 60 if n is not None and b in n else GONE for n in named],
                 )
+                # The report's newest event of that blacklist: listed (1) or delisted (0), and when.
+                events = [st.newest_event(a, b, v.reports[a.index]) if a.index in v.reports else None for v in views]
+                t.add("reputation_blacklist_listed", {**lab, "blacklist": b}, [e[1] if e else GONE for e in events])
+                t.add(
+                    "reputation_blacklist_last_change_timestamp_seconds",
+                    {**lab, "blacklist": b},
+                    [e[0] * 60 if e else GONE for e in events],
+                )
     for labels, due, allowed, pages in oracle(st):
         lab = {**job, **labels}
         t.add("story_due", lab, [1 if m in due else GONE for m in range(MINUTES)])
         t.add("story_allowed", lab, [1 if m in allowed else GONE for m in range(MINUTES)])
         t.add("story_pages", lab, [pages] * MINUTES)
     return t
+
+
+# --- the model against the exporter ------------------------------------------------------------
+
+# Stories the exporter itself replays (tests/api/model.rs, on Tokio's paused clock), each with
+# what the model says it serves: warm and cold restarts, outages past metrics.max_age, failing
+# reports. `--exporter-check FILE` writes them; CI checks the committed file is current.
+EXPORTER_SEEDS = [312, 860]
+EXPORTER_MINUTES = 720
+
+
+def exporter_story(seed):
+    """Story `seed` as one exporter meets it: its first replica alone, polling from minute 0,
+    fetching the reports a poll asks for at once, with no report round but a cold start's (the
+    check runs the exporter with a round interval longer than the story), and what only the
+    list's count and the reports' listings show (no score drops, SNDS blocks or unchecked
+    assets, nothing cut off)."""
+    st = story(seed)
+    r = st.replicas[0]
+    for other in st.replicas[1:]:
+        r.restarts += [x for x in other.restarts if x not in r.restarts]
+    r.offset, r.report_latency, r.round_phase, r.reports, r.cut_off = 0, 0, None, "all", []
+    r.restarts = sorted(x for x in r.restarts if x[0] < EXPORTER_MINUTES)
+    st.replicas = [r]
+    for a in st.assets:
+        a.drops, a.blocks, a.checked_until = [], [], None
+    return st
+
+
+def exporter_check(seeds):
+    """The stories of `seeds` as tests/api/model.rs replays them, and per minute what the model
+    says the exporter serves of each asset: [list count, listings the report names] (null: no
+    series)."""
+    out = []
+    for seed in seeds:
+        st = exporter_story(seed)
+        r = st.replicas[0]
+        views = serve(st, r)[:EXPORTER_MINUTES]
+        assets = []
+        for a in st.assets:
+            served = []
+            for v in views:
+                count = st.list_entry(a, v.list_at)[0] if v.list_at is not None else None
+                named = len(st.named_at(a, v.reports[a.index])) if a.index in v.reports else None
+                served.append([count, named])
+            assets.append(
+                {
+                    "name": a.labels["asset"],
+                    "listings": [list(x) for x in a.listings],
+                    "unnamed": [list(x) for x in a.unnamed],
+                    "served": served,
+                }
+            )
+        out.append(
+            {
+                "seed": seed,
+                "minutes": EXPORTER_MINUTES,
+                "check_phase": st.check_phase,
+                "restarts": [[a, b, warm] for a, b, warm in r.restarts],
+                "outages": [list(x) for x in st.outages],
+                "report_fails": [list(x) for x in r.report_fails],
+                "assets": assets,
+            }
+        )
+    return out
 
 
 # --- the oracle: what on call must get, from the story alone ----------------------------------
@@ -419,6 +509,33 @@ def oracle(st):
             m += 1
         return {m} if m < MINUTES else set()
 
+    def refreshed(a, m0, follows):
+        """The minute by which a replica reporting on `a` has fetched its report after the API's
+        check `m0`: the one following a change of its list entry (`follows`, asked for again
+        at each poll until it answers), or an hourly round's."""
+        can = lambda r, m: not within([(x, y) for x, y, _ in r.restarts], m) and st.reachable(r, m) and not within(r.report_fails, m)
+        reporters = [r for r in st.replicas if r.reports_on(a.index)]
+        if follows:
+            # Asked for at the first poll after the check, and again at each poll until it
+            # answers.
+            return next((m + POLL + 2 for m in range(m0, MINUTES) if any(can(r, m) for r in reporters)), MINUTES)
+        for m in range(m0, MINUTES):
+            if any(r.round_phase is not None and m % 60 == r.round_phase and can(r, m) for r in reporters):
+                return m
+        return MINUTES
+
+    served = [(r, serve(st, r)) for r in st.replicas if any(r.reports_on(a.index) for a in st.assets)]
+
+    def first_named(a, s, e):
+        """The first minute a replica serves a report naming `a`'s listing (s, e): one fetched
+        while it stood (the only use of the exporter's model here: when reports are fetched)."""
+        minutes = [
+            next((m for m, v in enumerate(views) if s <= v.reports.get(a.index, -(10**9)) < e), None)
+            for r, views in served
+            if r.reports_on(a.index)
+        ]
+        return min((m for m in minutes if m is not None), default=None)
+
     out = []
     for a in st.assets:
         reported = any(r.reports_on(a.index) for r in st.replicas)
@@ -428,7 +545,6 @@ def oracle(st):
         pages = 0
         counted = set()
         installed = -((-st.check_phase) % CHECK)  # the API's last check before minute 0
-        rounds = [r.round_phase for r in st.replicas if r.reports_on(a.index)]
         for b, s, e in [(b, s, e) for b, s, e in a.listings] + [(None, s, e) for s, e in a.unnamed]:
             # The first check that counts it, or the last before installation.
             first = max(s + (st.check_phase - s) % CHECK, installed)
@@ -436,18 +552,21 @@ def oracle(st):
             if first >= min(e, news_end, MINUTES if a.checked_until is None else a.checked_until):
                 continue
             ended = e + (st.check_phase - e) % CHECK  # the first check that no longer counts it
-            close = min(all_seen(ended), news_end)
             named = b is not None and reported
+            if named and st.count_at(a, ended) > 0:
+                # The lists still count a listing: only a report says which one ended.
+                ended = refreshed(a, ended, st.list_entry(a, ended) != st.list_entry(a, ended - CHECK))
+            close = min(all_seen(ended), news_end)
             rises = st.count_at(a, first) > st.count_at(a, first - CHECK)
             if rises and not st.hidden_changes and not any(can_see(m) for m in range(max(first, 0), first + CHECK)):
                 # An outage hides the rise (the next check overwrites it): --hidden-changes.
                 rises = False
             if rises:
                 visible = first  # the list's count rises: reports follow it
-            elif named:
-                # The count does not rise (another listing ended at the same check): only a
-                # report round names it.
-                visible = min(first + (phase - first) % 60 for phase in rounds)
+            elif named and first_named(a, s, e) is not None:
+                # The count does not rise (another listing ended at the same check, or an
+                # outage hid the check): a report names it, at a round or after an outage.
+                visible = first_named(a, s, e)
             else:
                 continue  # nothing the exporter reads shows it
             # A report names a listing from its start (a round may fetch it before the list's
@@ -495,9 +614,12 @@ def window(labels, family, events, pages, seen, due_at):
     for opens, visible, close in events:
         if close <= visible:
             continue
-        first = seen(visible)
-        # The count's page waits 2 minutes for a report and for every replica to see the change.
-        deadline = first + POLL + 3
+        # The count's page waits 2 minutes for a report and for every replica to see the
+        # change: a poll and three minutes during which the exporter can see the API.
+        deadline, seeing = visible, 0
+        while deadline < MINUTES and seeing < POLL + 3:
+            seeing += seen(deadline) == deadline
+            deadline += 1
         if deadline < close:
             due |= due_at(deadline)
         allowed |= set(range(opens, min(close + POLL + 4 + 1, MINUTES)))
@@ -652,7 +774,23 @@ def main():
     )
     p.add_argument("--trace", type=int, default=0, help="with --write: list the firing alerts every N minutes")
     p.add_argument("--promtool", default="promtool")
+    p.add_argument(
+        "--exporter-check",
+        metavar="FILE",
+        help="write the stories the exporter replays (tests/api/model.rs) with what the model says it serves; '-' for stdout",
+    )
     args = p.parse_args()
+
+    if args.exporter_check:
+        import json
+
+        text = json.dumps(exporter_check(EXPORTER_SEEDS), separators=(",", ":")) + "\n"
+        if args.exporter_check == "-":
+            sys.stdout.write(text)
+        else:
+            with open(args.exporter_check, "w") as f:
+                f.write(text)
+        return 0
 
     if args.replay is not None:
         st = story(args.replay, args.hidden_changes)

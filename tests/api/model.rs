@@ -1,0 +1,237 @@
+//! The exporter as tests/rules/stories.py models it, checked against the exporter itself: the
+//! stories of `tests/rules/exporter_stories.json` (written by `stories.py --exporter-check`,
+//! with what the model says the exporter serves each minute) replayed on Tokio's paused clock
+//! against the simulated API, at production's intervals: 5-minute polls, `metrics.max_age` of
+//! an hour, the API checking each asset hourly, warm and cold restarts, API outages past
+//! max_age, failing reports. Each minute's scrape must serve each asset's list count and the
+//! number of listings its report names exactly as the model says, so that the stories' model
+//! cannot drift from what it models.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use reputation_exporter::config::Settings;
+use reputation_simulate::date::api_date;
+use reputation_simulate::{List, SimulatedApi};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::helpers::{PausedApp, sample};
+
+const STORIES: &str = include_str!("../rules/exporter_stories.json");
+const CHECK: i64 = 60;
+
+#[derive(Debug, Deserialize)]
+struct Story {
+    seed: u64,
+    minutes: i64,
+    check_phase: i64,
+    restarts: Vec<(i64, i64, bool)>,
+    outages: Vec<(i64, i64)>,
+    report_fails: Vec<(i64, i64)>,
+    assets: Vec<Asset>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Asset {
+    name: String,
+    /// (blacklist, first minute, end minute): named by the reports.
+    listings: Vec<(String, i64, i64)>,
+    /// (first minute, end minute): counted by the list, named by no report.
+    unnamed: Vec<(i64, i64)>,
+    /// Per minute, what the model says is served: the list's count and the listings the
+    /// report names (`None`: no series).
+    served: Vec<(Option<i64>, Option<i64>)>,
+}
+
+impl Story {
+    fn within(intervals: &[(i64, i64)], minute: i64) -> bool {
+        intervals.iter().any(|&(a, b)| a <= minute && minute < b)
+    }
+
+    /// The API's last check at or before `minute`.
+    fn check_before(&self, minute: i64) -> i64 {
+        minute - (minute - self.check_phase).rem_euclid(CHECK)
+    }
+}
+
+impl Asset {
+    fn count_at(&self, check: i64) -> i64 {
+        let named = self.listings.iter().map(|(_, s, e)| (*s, *e));
+        let periods = named.chain(self.unnamed.iter().copied());
+        periods.filter(|&(s, e)| s <= check && check < e).count() as i64
+    }
+
+    /// Its report at `minute`: the list's count and every blacklist event so far, dated from
+    /// `base` (Unix seconds of minute 0).
+    fn report(&self, count: i64, change: i64, minute: i64, base: i64) -> Value {
+        let mut events: Vec<(i64, &str, &str)> = Vec::new();
+        for (blacklist, s, e) in &self.listings {
+            if *s <= minute {
+                events.push((*s, "Listed", blacklist));
+            }
+            if *e <= minute {
+                events.push((*e, "Delisted", blacklist));
+            }
+        }
+        events.sort();
+        let history: Vec<Value> = events
+            .iter()
+            .rev()
+            .map(|(at, status, blacklist)| {
+                json!({
+                    "date": api_date(base + at * 60).expect("a date in range"),
+                    "status": status,
+                    "blacklist": blacklist,
+                })
+            })
+            .collect();
+        json!({
+            "value": self.name,
+            "tags": [],
+            "blacklisted": count,
+            "blacklisted_change": {"last_check": change},
+            "blacklist_history": history,
+        })
+    }
+}
+
+/// Sets the API as it is at `minute`: the list items' counts and changes as of its last
+/// check, the reports, and the outages.
+fn set_api(api: &SimulatedApi, story: &Story, minute: i64, base: i64) {
+    let check = story.check_before(minute);
+    let mut items = api.items(List::Ip);
+    for asset in &story.assets {
+        let count = asset.count_at(check);
+        let change = count - asset.count_at(check - CHECK);
+        let item = items
+            .iter_mut()
+            .find(|item| item["ip"] == asset.name.as_str())
+            .expect("the asset is in the list");
+        item["blacklisted"] = json!(count);
+        item["blacklisted_change"] = json!({ "last_check": change });
+        api.set_report(&asset.name, asset.report(count, change, minute, base));
+    }
+    api.set_items(List::Ip, items);
+    let outage = Story::within(&story.outages, minute).then_some(503);
+    for path in ["/api/v1/ip-list", "/api/v1/domain-list"] {
+        api.set_outage(path, outage);
+    }
+    let reports_fail = outage.is_some() || Story::within(&story.report_fails, minute);
+    api.set_outage("/api/v1/asset", reports_fail.then_some(503));
+}
+
+/// What a scrape serves of `asset`: its list count and the listings its report names.
+fn served(body: &str, asset: &str) -> (Option<i64>, Option<i64>) {
+    let value = |family: &str| {
+        sample(body, &format!(r#"{family}{{kind="ip",asset="{asset}"}}"#)).map(|v| v as i64)
+    };
+    (
+        value("reputation_blacklistings"),
+        value("reputation_blacklistings_named"),
+    )
+}
+
+/// A state directory of the test's own, removed at the end.
+struct StateDir(PathBuf);
+
+impl Drop for StateDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+async fn replay(story: &Story) {
+    let dir = StateDir(PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!(
+        "model-{}-{}",
+        story.seed,
+        std::process::id()
+    )));
+    let _ = std::fs::remove_dir_all(&dir.0);
+    let state = dir.0.clone();
+    let settings = move |s: &mut Settings| {
+        s.state.enabled = true;
+        s.state.path = Some(state.clone());
+        // Every asset's report, at a cold start and when its list entry changes: the story is
+        // shorter than a round.
+        s.asset_reports.enabled = true;
+        s.asset_reports.interval = crate::helpers::duration("24h");
+        // A poll whose retries all fail gives up within its minute.
+        s.backoff.max_elapsed = crate::helpers::duration("20s");
+    };
+    let api = SimulatedApi::new(story.assets.len() + 1, 0);
+    // Minute 0 of the story, in Unix seconds: two days ago, so that every event is past.
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    let base = now - now % 60 - 2 * 86_400;
+    // Minute 0 begins 10 s from now, so that the API can be set before it.
+    let start = tokio::time::Instant::now();
+    let at = |minute: i64, seconds: i64| {
+        start + Duration::from_secs((10 + minute * 60 + seconds).try_into().unwrap())
+    };
+    let start_app = || PausedApp::start(api.clone(), "5m", "1h", settings.clone());
+
+    set_api(&api, story, 0, base);
+    tokio::time::sleep_until(at(0, -1)).await;
+    let mut app = Some(start_app().await);
+    let mut mismatches = Vec::new();
+    for minute in 0..story.minutes {
+        if minute > 0 {
+            tokio::time::sleep_until(at(minute, -2)).await;
+            set_api(&api, story, minute, base);
+            tokio::time::sleep_until(at(minute, -1)).await;
+        }
+        for &(first, end, warm) in &story.restarts {
+            if minute == first
+                && let Some(running) = app.take()
+            {
+                running.stop(&dir.0.join("api")).await;
+            }
+            if minute == end {
+                if !warm {
+                    let _ = std::fs::remove_dir_all(&dir.0);
+                }
+                app = Some(start_app().await);
+            }
+        }
+        tokio::time::sleep_until(at(minute, 30)).await;
+        let Some(running) = &app else {
+            continue;
+        };
+        let body = running.metrics().await;
+        for asset in &story.assets {
+            let got = served(&body, &asset.name);
+            let want = asset.served[minute as usize];
+            if got != want {
+                mismatches.push(format!(
+                    "story {} minute {minute}, {}: the exporter serves (count, named) {got:?}, the model {want:?}",
+                    story.seed, asset.name
+                ));
+            }
+        }
+    }
+    assert!(
+        mismatches.is_empty(),
+        "{} minutes differ:\n{}",
+        mismatches.len(),
+        mismatches[..mismatches.len().min(20)].join("\n")
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_stories_model_serves_what_the_exporter_serves_minute_by_minute() {
+    let stories: Vec<Story> = serde_json::from_str(STORIES).expect("exporter_stories.json");
+    let any = |holds: &dyn Fn(&Story) -> bool| stories.iter().any(holds);
+    assert!(any(&|s| s.restarts.iter().any(|r| r.2)), "a warm restart");
+    assert!(any(&|s| s.restarts.iter().any(|r| !r.2)), "a cold restart");
+    assert!(
+        any(&|s| s.outages.iter().any(|o| o.1 - o.0 > 60)),
+        "an outage past max_age"
+    );
+    assert!(any(&|s| !s.report_fails.is_empty()), "failing reports");
+    for story in &stories {
+        replay(story).await;
+    }
+}
