@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from scenarios import GONE, Timeline  # noqa: E402
+from scenarios import GONE, Timeline, newest_event  # noqa: E402
 
 RULES = os.path.join(HERE, "..", "..", "deploy", "prometheus", "alerts.yml")
 RECORDING = os.path.join(HERE, "..", "..", "deploy", "prometheus", "rules.yml")
@@ -157,8 +157,8 @@ class Story:
     def newest_event(self, asset, blacklist, minute):
         """The newest event of `blacklist` a report fetched at `minute` shows for `asset`:
         (minute, 1) listed then, (minute, 0) delisted then; None before the first."""
-        events = [(s, 1) for b, s, _ in asset.listings if b == blacklist] + [(e, 0) for b, _, e in asset.listings if b == blacklist]
-        return max((x for x in events if x[0] <= minute), default=None)
+        event = newest_event([(s, e) for b, s, e in asset.listings if b == blacklist])(minute)
+        return None if event is None else (event[0] // 60, event[1])
 
     def reachable(self, replica, minute):
         return not within(self.outages, minute) and not within(replica.cut_off, minute)
