@@ -10,7 +10,8 @@ EXPOSITION is one replica's /metrics (0.0.4 text); every replica serves the same
 selector of a per-asset or API series matches REPLICAS times the series of the exposition.
 `up` is one series per replica. A recording rule's result (a name with `:`) is a few series per
 account and kind, written once per evaluation of its group: its series are counted from the
-exposition's kinds and each holds range / group interval samples. ALERTS is not counted (no
+exposition's kinds and each holds range / group interval samples, except the records of
+DENSE, one series per asset that has the per-asset series they are made of. ALERTS is not counted (no
 shipped rule reads it; rules of earlier versions that did are undercounted).
 
 Prints a line per rule and per group (samples per evaluation and per minute) and the total per
@@ -31,6 +32,8 @@ LISTS = {"by", "without", "on", "ignoring", "group_left", "group_right"}
 MATCHER = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)\s*(=~|!~|!=|=)\s*"((?:[^"\\]|\\.)*)"')
 SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? ")
 LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
+# Recording rules with one series per asset: name -> the per-asset series it has one for.
+DENSE = {"asset:reputation_blacklistings_named:reported": "reputation_blacklistings_named"}
 
 
 def seconds(text):
@@ -125,7 +128,10 @@ def cost(expr, series, replicas, scrape, group_interval, kinds):
     for name, matchers, rng in selectors(expr):
         if name == "ALERTS":
             continue
-        if ":" in name:
+        if name in DENSE:
+            n = sum(1 for s, labels in series if s == DENSE[name])
+            samples = max(1, int(rng // group_interval)) if rng else 1
+        elif ":" in name:
             # A recording rule's result: about one series per account and kind (and blacklist
             # or colour), one sample per evaluation of its group.
             n = kinds

@@ -28,13 +28,9 @@
       a: c.accountLabel,
       current: rec('replica:reputation_last_success_timestamp_seconds:current'),
     },
-  // The assets a current replica has the report of, one that has caught up with its list: not
-  // one naming fewer listings than the list counts when the count has just risen (the report
-  // that follows the list comes within minutes; until then the report says nothing of it).
-  local reported = 'max without (%(r)s) (%(x)s)' % {
-    r: c.replicaLabel,
-    x: current('reputation_blacklistings_named{%(s)s} unless (reputation_blacklistings_named{%(s)s} < reputation_blacklistings{%(s)s} and reputation_blacklistings_change{%(s)s} > 0)' % { s: c.selector }),
-  },
+  // The assets a current replica has the report of, one that has caught up with its list
+  // (recorded in reputation.pages).
+  local reported = rec('asset:reputation_blacklistings_named:reported'),
   // The assets every current replica's list says are on no blacklist: what a held report
   // said is over, whichever replica reports on them.
   local unlisted = 'max without (%s) (%s) == 0' % [c.replicaLabel, current('reputation_blacklistings{%s}' % c.selector)],
@@ -140,6 +136,18 @@
               held: c.replicaHeld,
             },
           },
+          // The assets a current replica has the report of, one that has caught up with its
+          // list: not one naming fewer listings than the list counts when the count has just
+          // risen (the report that follows the list comes within minutes; until then the report
+          // says nothing of it). By the listings it names. Recorded once for the rules below
+          // that read it.
+          {
+            record: 'asset:reputation_blacklistings_named:reported',
+            expr: 'max without (%(r)s) (%(x)s)' % {
+              r: c.replicaLabel,
+              x: current('reputation_blacklistings_named{%(s)s} unless (reputation_blacklistings_named{%(s)s} < reputation_blacklistings{%(s)s} and reputation_blacklistings_change{%(s)s} > 0)' % { s: c.selector }),
+            },
+          },
           // Assets whose report says the API last updated them more than checkOldSeconds ago
           // (the newest Sender Score history date): the change their list shows is old news.
           // Held while no current replica has the asset's report.
@@ -201,14 +209,15 @@
             ],
           },
           // When a current replica's report last said a blacklist delisted the asset (its
-          // newest event of that blacklist), remembered listingNewSeconds after the replica that
-          // said it goes (a restart): evidence that a listing begun before is over, whatever an
-          // older report of another replica still names.
+          // newest event of that blacklist, on a blacklist it no longer lists the asset on: no
+          // listed-since series), remembered listingNewSeconds after the replica that said it
+          // goes (a restart): evidence that a listing begun before is over, whatever an older
+          // report of another replica still names.
           {
             record: 'asset_blacklist:reputation_blacklist_delisted:max',
             expr: 'max without (%s) (%s)\nor\n%s offset 1m > time() - %d' % [
               c.replicaLabel,
-              current('reputation_blacklist_last_change_timestamp_seconds{%(s)s} and reputation_blacklist_listed{%(s)s} == 0' % { s: c.selector }),
+              current('reputation_blacklist_last_change_timestamp_seconds{%(s)s} unless reputation_blacklist_listed_since_timestamp_seconds{%(s)s}' % { s: c.selector }),
               rec('asset_blacklist:reputation_blacklist_delisted:max'),
               c.listingNewSeconds,
             ],

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # A sharded exporter in a hashmod-sharded Prometheus fleet, with the shipped files: two replicas
 # of one exporter configuration polling 20,000 assets with metrics.shards = 4; two Prometheus
-# servers, each run with deploy/prometheus/fleet/scrape-shards.yml as its whole configuration
-# (addresses filled in, intervals shortened), keeping half of the four shards (both replicas of
-# each) by hashmod and evaluating alerts-servers.yml; a third run with federate.yml, federating
-# from both and evaluating alerts-global.yml; both servers also
-# remote-write (remote-write.yml) to a VictoriaMetrics single-node. The global view holds what
+# servers, each run with deploy/prometheus/fleet/server-remote-write.yml as its whole
+# configuration (addresses filled in, intervals shortened), keeping half of the four shards (both
+# replicas of each) by hashmod, evaluating alerts-servers.yml and remote-writing their
+# aggregates to a VictoriaMetrics single-node with vmalert as docs/deploying.md runs it; a third
+# run with federate.yml, federating from both and evaluating alerts-global.yml. The global view holds what
 # the servers' recording rules made of their shards and the shards' health, never the per-asset
 # series: through the third and through VictoriaMetrics alike, every asset counted once over
 # its replicas, the four shards seen, the dashboard's fleet view answered the same, the
@@ -55,17 +55,13 @@ victoria-metrics -storageDataPath="$work/vm-data" -httpListenAddr="127.0.0.1:$vm
     -search.latencyOffset=0s -loggerLevel=WARN >"$work/victoria-metrics.log" 2>&1 &
 pids+=($!)
 
-# `start NAME PORT CONFIG [MORE]`: a Prometheus with the configuration CONFIG as shipped (its
-# rule file beside it in $work, its addresses filled in, its evaluation interval shortened),
-# and the remote write section of MORE before its scrape job, which thus ends the file (a
-# shard is dropped below by appending to its relabelling).
+# `start NAME PORT CONFIG`: a Prometheus with the whole configuration CONFIG as shipped (its
+# rule file beside it in $work, its addresses filled in, its evaluation interval shortened; its
+# scrape job ends the file, so a shard is dropped below by appending to its relabelling).
 start() {
     local name=$1 port=$2 config="$work/$1.yml"
     sed -e 's/^  evaluation_interval: 1m/  evaluation_interval: 5s/' \
-        -e "s/alertmanager:9093/127.0.0.1:$alertmanager_port/" "$3" >"$config.in"
-    sed -n '/^scrape_configs:/q;p' "$config.in" >"$config"
-    [ -z "${4:-}" ] || sed -n '/^remote_write:/,$p' "$4" >>"$config"
-    sed -n '/^scrape_configs:/,$p' "$config.in" >>"$config"
+        -e "s/alertmanager:9093/127.0.0.1:$alertmanager_port/" "$3" >"$config"
     promtool check config "$work/$name.yml" >/dev/null || fail "the $name configuration is invalid"
     # Federated samples are never marked stale (they carry timestamps): a look-back of 60s
     # instead of 5m lets the global view see a shard go within the test's time. It must span the
@@ -87,19 +83,22 @@ prometheus-alertmanager --config.file=deploy/alertmanager/alertmanager.yml --sto
     >"$work/alertmanager.log" 2>&1 &
 pids+=($!)
 
-# The two servers: the shipped configuration, the replicas' addresses, intervals shortened; server 1 keeps
-# the hash 1; each remote-writes to VictoriaMetrics what remote-write.yml keeps.
+# The two servers: the shipped whole configuration of a server that remote-writes
+# (server-remote-write.yml: scrape-shards.yml with remote-write.yml's section), the replicas' and
+# the store's addresses, intervals shortened; server 1 keeps the hash 1. The global view below
+# federates from the same servers. scrape-shards.yml itself is checked as shipped.
+promtool check config deploy/prometheus/fleet/scrape-shards.yml >/dev/null ||
+    fail "deploy/prometheus/fleet/scrape-shards.yml is not a valid configuration"
 ports=("$(free_port)" "$(free_port)")
 server_pids=("" "")
-sed -e "s#http://victoriametrics:8428#http://127.0.0.1:$vm_port#" deploy/prometheus/fleet/remote-write.yml \
-    >"$work/remote-write.yml"
 for server in 0 1; do
     sed -e "s#reputation-exporter-1:9525#127.0.0.1:${replica_ports[0]}#" \
         -e "s#reputation-exporter-2:9525#127.0.0.1:${replica_ports[1]}#" \
+        -e "s#http://victoriametrics:8428#http://127.0.0.1:$vm_port#" \
         -e 's/scrape_interval: 1m/scrape_interval: 10s/' -e 's/scrape_timeout: 30s/scrape_timeout: 10s/' \
         -e "s/regex: \"0\"/regex: \"$server\"/" \
-        deploy/prometheus/fleet/scrape-shards.yml >"$work/scrape-$server.yml"
-    start "server-$server" "${ports[$server]}" "$work/scrape-$server.yml" "$work/remote-write.yml"
+        deploy/prometheus/fleet/server-remote-write.yml >"$work/scrape-$server.yml"
+    start "server-$server" "${ports[$server]}" "$work/scrape-$server.yml"
     server_pids[server]=$started_pid
 done
 global_port=$(free_port)
@@ -170,15 +169,35 @@ wait_for "ReputationBlacklistedAssets on the global view" 120 standing
 listed=$(query "$global_port" 'sum(account_kind:reputation_blacklisted_assets:count{job="reputation"})')
 echo "fleet: ReputationBlacklistedAssets fires on the global view, for $listed listed assets"
 # And on VictoriaMetrics' ruler (vmalert) over the aggregates remote-written there, which
-# records the alerts' state in the store as ALERTS, run as docs/deploying.md says: notifying the
-# same Alertmanager, without the `alertgroup` label it would add (-disableAlertgroupLabel).
+# records the alerts' state in the store as ALERTS: the command line of docs/deploying.md as
+# written there (notifying the same Alertmanager, without the `alertgroup` label it would add),
+# its addresses and rule file filled in; only its evaluation interval, port and log level are
+# added.
+documented_vmalert=$(python3 - docs/deploying.md <<'PY'
+import re, sys
+blocks = [b for b in re.findall(r"```sh\n(.*?)```", open(sys.argv[1]).read(), re.S)
+          if b.split()[0] == "vmalert"]
+if len(blocks) != 1:
+    raise SystemExit(f"docs/deploying.md: {len(blocks)} vmalert command blocks, not one")
+print(" ".join(blocks[0].replace("\\\n", " ").split()))
+PY
+)
+read -ra documented_words <<<"$documented_vmalert"
+vmalert_args=()
+for word in "${documented_words[@]}"; do
+    word=${word//deploy\/prometheus\/fleet\/alerts-global.yml/$work/alerts-global.yml}
+    word=${word//http:\/\/victoriametrics:8428/http://127.0.0.1:$vm_port}
+    word=${word//http:\/\/alertmanager:9093/http://127.0.0.1:$alertmanager_port}
+    vmalert_args+=("$word")
+done
+[ "${vmalert_args[0]}" = vmalert ] && [[ "${vmalert_args[*]}" != *victoriametrics:8428* ]] &&
+    [[ " ${vmalert_args[*]} " == *" -notifier.url=http://127.0.0.1:$alertmanager_port "* ]] ||
+    fail "docs/deploying.md's vmalert command line was not filled in: ${vmalert_args[*]}"
 vmalert_port=$(free_port)
-vmalert -rule="$work/alerts-global.yml" -datasource.url="http://127.0.0.1:$vm_port" \
-    -remoteWrite.url="http://127.0.0.1:$vm_port" -notifier.url="http://127.0.0.1:$alertmanager_port" \
-    -disableAlertgroupLabel \
-    -evaluationInterval=5s -httpListenAddr="127.0.0.1:$vmalert_port" -loggerLevel=ERROR \
+"${vmalert_args[@]}" -evaluationInterval=5s -httpListenAddr="127.0.0.1:$vmalert_port" -loggerLevel=ERROR \
     >"$work/vmalert.log" 2>&1 &
 pids+=($!)
+echo "fleet: vmalert run as docs/deploying.md writes it: ${vmalert_args[*]}"
 vm_standing() { test "$(query "$vm_port" 'ALERTS{alertname="ReputationBlacklistedAssets",alertstate="firing"}')" = 1; }
 wait_for "ReputationBlacklistedAssets on VictoriaMetrics" 120 vm_standing
 echo "fleet: ReputationBlacklistedAssets fires on VictoriaMetrics too (vmalert over the remote-written aggregates)"
