@@ -32,8 +32,16 @@ LISTS = {"by", "without", "on", "ignoring", "group_left", "group_right"}
 MATCHER = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)\s*(=~|!~|!=|=)\s*"((?:[^"\\]|\\.)*)"')
 SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? ")
 LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
-# Recording rules with one series per asset: name -> the per-asset series it has one for.
-DENSE = {"asset:reputation_blacklistings_named:reported": "reputation_blacklistings_named"}
+# Recording rules with one series per asset (or per asset and blacklist): name -> the per-asset
+# series it has one for, less those of a second family (the delistings: the blacklists of a
+# report with no listed-since series).
+DENSE = {
+    "asset:reputation_blacklistings_named:reported": ("reputation_blacklistings_named", None),
+    "asset_blacklist:reputation_blacklist_delisted:max": (
+        "reputation_blacklist_last_change_timestamp_seconds",
+        "reputation_blacklist_listed_since_timestamp_seconds",
+    ),
+}
 
 
 def seconds(text):
@@ -129,7 +137,8 @@ def cost(expr, series, replicas, scrape, group_interval, kinds):
         if name == "ALERTS":
             continue
         if name in DENSE:
-            n = sum(1 for s, labels in series if s == DENSE[name])
+            plus, minus = DENSE[name]
+            n = sum(1 for s, labels in series if s == plus) - sum(1 for s, labels in series if s == minus)
             samples = max(1, int(rng // group_interval)) if rng else 1
         elif ":" in name:
             # A recording rule's result: about one series per account and kind (and blacklist
