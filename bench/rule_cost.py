@@ -11,7 +11,8 @@ selector of a per-asset or API series matches REPLICAS times the series of the e
 `up` is one series per replica. A recording rule's result (a name with `:`) is a few series per
 account and kind, written once per evaluation of its group: its series are counted from the
 exposition's kinds and each holds range / group interval samples, except the records of
-DENSE, one series per asset that has the per-asset series they are made of. ALERTS is not counted (no
+DENSE, one series per asset that has the per-asset series they are made of (the delistings':
+only those of the last 12 hours, counted back from the exposition's newest last success). ALERTS is not counted (no
 shipped rule reads it; rules of earlier versions that did are undercounted).
 
 Prints a line per rule and per group (samples per evaluation and per minute) and the total per
@@ -33,15 +34,18 @@ MATCHER = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)\s*(=~|!~|!=|=)\s*"((?:[^"\\]|\\.
 SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? ")
 LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
 # Recording rules with one series per asset (or per asset and blacklist): name -> the per-asset
-# series it has one for, less those of a second family (the delistings: the blacklists of a
-# report with no listed-since series).
+# series it has one for, less those of a second family, and the age in seconds past which a
+# series' value (a timestamp) keeps it out (the delistings: the blacklists of a report with no
+# listed-since series, that delisted the asset within the 12 hours a listing pages).
 DENSE = {
-    "asset:reputation_blacklistings_named:reported": ("reputation_blacklistings_named", None),
+    "asset:reputation_blacklistings_named:reported": ("reputation_blacklistings_named", None, None),
     "asset_blacklist:reputation_blacklist_delisted:max": (
         "reputation_blacklist_last_change_timestamp_seconds",
         "reputation_blacklist_listed_since_timestamp_seconds",
+        43200,
     ),
 }
+KEY = ("kind", "asset", "blacklist")
 
 
 def seconds(text):
@@ -49,7 +53,7 @@ def seconds(text):
 
 
 def load_series(path):
-    """Every series of the exposition as (name, labels)."""
+    """Every series of the exposition as (name, labels, value)."""
     series = []
     with open(path) as f:
         for line in f:
@@ -57,8 +61,22 @@ def load_series(path):
                 continue
             m = SAMPLE.match(line)
             if m:
-                series.append((m.group(1), dict(LABEL.findall(m.group(3) or ""))))
+                value = float(line.rsplit(None, 1)[1])
+                series.append((m.group(1), dict(LABEL.findall(m.group(3) or "")), value))
     return series
+
+
+def dense(name, series):
+    """The series of the DENSE record `name`: one per key of its family's series that the
+    second family lacks, and that is younger than its age limit."""
+    plus, minus, age = DENSE[name]
+    now = max((v for s, labels, v in series if s == "reputation_last_success_timestamp_seconds"), default=0)
+    minus_keys = {tuple(labels.get(k) for k in KEY) for s, labels, v in series if s == minus}
+    return sum(
+        1
+        for s, labels, v in series
+        if s == plus and tuple(labels.get(k) for k in KEY) not in minus_keys and (age is None or v > now - age)
+    )
 
 
 def matches(labels, matchers):
@@ -137,8 +155,7 @@ def cost(expr, series, replicas, scrape, group_interval, kinds):
         if name == "ALERTS":
             continue
         if name in DENSE:
-            plus, minus = DENSE[name]
-            n = sum(1 for s, labels in series if s == plus) - sum(1 for s, labels in series if s == minus)
+            n = dense(name, series)
             samples = max(1, int(rng // group_interval)) if rng else 1
         elif ":" in name:
             # A recording rule's result: about one series per account and kind (and blacklist
@@ -148,7 +165,7 @@ def cost(expr, series, replicas, scrape, group_interval, kinds):
         elif name == "up":
             n, samples = replicas, max(1, int(rng // scrape)) if rng else 1
         else:
-            n = replicas * sum(1 for s, labels in series if s == name and matches(labels, matchers))
+            n = replicas * sum(1 for s, labels, v in series if s == name and matches(labels, matchers))
             samples = max(1, int(rng // scrape)) if rng else 1
         total += n * samples
         parts.append((name, n, samples))
@@ -160,7 +177,7 @@ def main():
     as_json = "--json" in sys.argv[1:]
     exposition, replicas, scrape, files = args[0], int(args[1]), float(args[2]), args[3:]
     series = load_series(exposition)
-    kinds = len({labels.get("kind") for name, labels in series if "kind" in labels}) or 1
+    kinds = len({labels.get("kind") for name, labels, v in series if "kind" in labels}) or 1
     result = {"groups": {}, "rules": {}, "per_minute": 0}
     for path in files:
         for group in yaml.safe_load(open(path))["groups"]:

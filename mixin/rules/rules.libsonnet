@@ -212,12 +212,15 @@
           // newest event of that blacklist, on a blacklist it no longer lists the asset on: no
           // listed-since series), remembered listingNewSeconds after the replica that said it
           // goes (a restart): evidence that a listing begun before is over, whatever an older
-          // report of another replica still names.
+          // report of another replica still names. Only delistings of the last
+          // listingNewSeconds are kept: every listing they are compared with began later (older
+          // ones page no more), so the record is as sparse as the new listings.
           {
             record: 'asset_blacklist:reputation_blacklist_delisted:max',
-            expr: 'max without (%s) (%s)\nor\n%s offset 1m > time() - %d' % [
+            expr: 'max without (%s) (%s) > time() - %d\nor\n%s offset 1m > time() - %d' % [
               c.replicaLabel,
               current('reputation_blacklist_last_change_timestamp_seconds{%(s)s} unless reputation_blacklist_listed_since_timestamp_seconds{%(s)s}' % { s: c.selector }),
+              c.listingNewSeconds,
               rec('asset_blacklist:reputation_blacklist_delisted:max'),
               c.listingNewSeconds,
             ],
