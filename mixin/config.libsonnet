@@ -108,6 +108,12 @@
     // a scrape and a federation or remote-write interval old, 2 minutes at the shipped 1m).
     shardsSeenWindow: '3m',
     shardsMissingFor: '1m',
+    // ReputationGlobalViewDown (group reputation.alerts, on the servers of a hashmod fleet):
+    // the servers' scrape job of the global view (the federating Prometheus, or the store and
+    // its ruler) that fails this long pages: two failed scrapes at the shipped 1m, within 5
+    // minutes of its death (deploy/prometheus/fleet/scrape-shards.yml).
+    globalViewSelector: 'job="reputation-global"',
+    globalViewDownFor: '1m',
 
     // Each alert links runbookUrl#<alert name in lower case>, the runbook's heading for it.
     runbookUrl: 'https://github.com/reputation-exporter/reputation-exporter/blob/main/docs/runbook.md',

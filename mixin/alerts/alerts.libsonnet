@@ -224,6 +224,18 @@
             '{{ $labels.%(replicaLabel)s }} refused the configuration it was asked to reload (SIGHUP or POST /-/reload) and runs the previous one; the next restart would fail the same way.' % c,
             pendingFor(c.reloadFailedFor),
           ),
+          // The global view of a hashmod fleet, watched from its servers (their job
+          // globalViewSelector scrapes it): it evaluates the account-wide alerts, so it cannot
+          // page its own death. Every server sends the same alert, one in Alertmanager once the
+          // servers' own external label is dropped from their alerts (scrape-shards.yml).
+          alert(
+            'ReputationGlobalViewDown',
+            'critical',
+            'up{%s} == 0' % c.globalViewSelector,
+            "The fleet's global view cannot be scraped.",
+            '{{ $labels.instance }} of the global view (job {{ $labels.job }}) does not answer the fleet servers: the account-wide alerts (ReputationShardsMissing among them) are not evaluated and the fleet dashboard shows nothing new. Per-asset pages still come from the servers.',
+            pendingFor(c.globalViewDownFor),
+          ),
         ],
       },
       // The account as a whole, from the recording rules (rules.libsonnet) and the shards'

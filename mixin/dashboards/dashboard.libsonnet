@@ -226,7 +226,7 @@ local p = import '../lib/panels.libsonnet';
           5,
           'stat',
           'SNDS green share',
-          p.grid(12, 1, 4, 4),
+          p.grid(12, 1, 3, 4),
           [
             p.target('sum(account_kind:reputation_snds_reputation:count{%(q)s, kind=~"$kind", reputation_snds_reputation="green"}) / sum(account_kind:reputation_snds_reputation:count{%(q)s, kind=~"$kind"})' % v, instant=true),
           ],
@@ -245,7 +245,7 @@ local p = import '../lib/panels.libsonnet';
           27,
           'stat',
           'SNDS blocked',
-          p.grid(16, 1, 4, 4),
+          p.grid(15, 1, 3, 4),
           [
             p.target('sum(account_kind:reputation_snds_blocked_assets:count{%(q)s, kind=~"$kind"}) or vector(0)' % v, instant=true),
           ],
@@ -262,7 +262,7 @@ local p = import '../lib/panels.libsonnet';
           28,
           'bargauge',
           'SNDS colours',
-          p.grid(20, 1, 4, 4),
+          p.grid(18, 1, 3, 4),
           [
             p.target('sum by (reputation_snds_reputation) (account_kind:reputation_snds_reputation:count{%(q)s, kind=~"$kind"})' % v, legend='{{reputation_snds_reputation}}', instant=true),
           ],
@@ -270,6 +270,27 @@ local p = import '../lib/panels.libsonnet';
             options: {
               orientation: 'horizontal',
               displayMode: 'basic',
+            },
+          },
+        ),
+        // Shards of metrics.shards that no server has scraped in the last shardsSeenWindow (a
+        // dead server of the fleet, or its remote write): their assets are missing from every
+        // count above (ReputationShardsMissing pages). The most of any replica.
+        p.panel(
+          32,
+          'stat',
+          'Shards missing',
+          p.grid(21, 1, 3, 4),
+          [
+            p.target('max(max by (%(i)s) (max_over_time(reputation_exporter_shards{%(q)s}[%(w)s])) - count by (%(i)s) (count_over_time(reputation_exporter_shards{%(q)s}[%(w)s]))) or vector(0)' % (v { w: c.shardsSeenWindow }), instant=true),
+          ],
+          {
+            description: 'Shards of the exporter (metrics.shards) that no Prometheus server of the fleet scraped in the last %s: a dead server or remote write. Their assets are missing from the counts of this view.' % c.shardsSeenWindow,
+            fieldConfig: {
+              defaults: {
+                thresholds: p.thresholds([['green', null], ['red', 1]]),
+              },
+              overrides: [],
             },
           },
         ),

@@ -14,7 +14,9 @@
 # Sender Scores fire one ReputationSenderScoreLowAssets for the account on the global view,
 # naming the lowest first, and no alert per asset anywhere; a shard that stops being scraped
 # fires ReputationShardsMissing on the global view, and so does a server killed outright (no
-# stale markers), on both views.
+# stale markers), on both views. The servers watch the global view: vmalert killed pages
+# ReputationGlobalViewDown from both, one alert in Alertmanager though each server has its own
+# external label.
 # Intervals and `for:` durations are shortened; everything listens on 127.0.0.1.
 #
 # Usage: tests/e2e/fleet.sh [path/to/reputation-exporter] [ASSETS]
@@ -90,13 +92,15 @@ pids+=($!)
 promtool check config deploy/prometheus/fleet/scrape-shards.yml >/dev/null ||
     fail "deploy/prometheus/fleet/scrape-shards.yml is not a valid configuration"
 ports=("$(free_port)" "$(free_port)")
+# vmalert (started below) is part of the global view the servers watch.
+vmalert_port=$(free_port)
 server_pids=("" "")
 for server in 0 1; do
     sed -e "s#reputation-exporter-1:9525#127.0.0.1:${replica_ports[0]}#" \
         -e "s#reputation-exporter-2:9525#127.0.0.1:${replica_ports[1]}#" \
-        -e "s#http://victoriametrics:8428#http://127.0.0.1:$vm_port#" \
+        -e "s#victoriametrics:8428#127.0.0.1:$vm_port#g" -e "s#vmalert:8880#127.0.0.1:$vmalert_port#" \
         -e 's/scrape_interval: 1m/scrape_interval: 10s/' -e 's/scrape_timeout: 30s/scrape_timeout: 10s/' \
-        -e "s/regex: \"0\"/regex: \"$server\"/" \
+        -e "s/regex: \"0\"/regex: \"$server\"/" -e "s/prometheus_server: prometheus-0/prometheus_server: prometheus-$server/" \
         deploy/prometheus/fleet/server-remote-write.yml >"$work/scrape-$server.yml"
     start "server-$server" "${ports[$server]}" "$work/scrape-$server.yml"
     server_pids[server]=$started_pid
@@ -193,10 +197,13 @@ done
 [ "${vmalert_args[0]}" = vmalert ] && [[ "${vmalert_args[*]}" != *victoriametrics:8428* ]] &&
     [[ " ${vmalert_args[*]} " == *" -notifier.url=http://127.0.0.1:$alertmanager_port "* ]] ||
     fail "docs/deploying.md's vmalert command line was not filled in: ${vmalert_args[*]}"
-vmalert_port=$(free_port)
-"${vmalert_args[@]}" -evaluationInterval=5s -httpListenAddr="127.0.0.1:$vmalert_port" -loggerLevel=ERROR \
-    >"$work/vmalert.log" 2>&1 &
-pids+=($!)
+start_vmalert() {
+    "${vmalert_args[@]}" -evaluationInterval=5s -httpListenAddr="127.0.0.1:$vmalert_port" -loggerLevel=ERROR \
+        >>"$work/vmalert.log" 2>&1 &
+    pids+=($!)
+    vmalert_pid=$!
+}
+start_vmalert
 echo "fleet: vmalert run as docs/deploying.md writes it: ${vmalert_args[*]}"
 vm_standing() { test "$(query "$vm_port" 'ALERTS{alertname="ReputationBlacklistedAssets",alertstate="firing"}')" = 1; }
 wait_for "ReputationBlacklistedAssets on VictoriaMetrics" 120 vm_standing
@@ -251,6 +258,45 @@ echo "fleet: ReputationSenderScoreLowAssets fires once on the global view, namin
 quiet=$(query "$global_port" 'count(ALERTS{alertname=~"ReputationShardsMissing|ReputationShardingMismatch"})')
 [ -z "$quiet" ] || fail "a fleet alert fires on a complete fleet"
 
+# vmalert, the remote-write view's ruler, dies (SIGKILL): both servers, each with its own
+# external label (prometheus_server, as scrape-shards.yml ships it), page
+# ReputationGlobalViewDown from their scrape of the global view, and Alertmanager holds one
+# alert: the servers drop their own label from their alerts. Then vmalert starts again.
+servers=$(query "$global_port" 'count(count by (prometheus_server) (up{job="reputation"}))')
+[ "$servers" = 2 ] || fail "the servers' series do not carry two prometheus_server labels on the global view ($servers)"
+{ kill -KILL "$vmalert_pid" && wait "$vmalert_pid"; } 2>/dev/null || true
+vmalert_killed_at=$SECONDS
+view_down() {
+    local server
+    for server in 0 1; do
+        [ "$(query "${ports[$server]}" "ALERTS{alertname=\"ReputationGlobalViewDown\",alertstate=\"firing\",instance=\"127.0.0.1:$vmalert_port\"}")" = 1 ] || return 1
+    done
+}
+wait_for "ReputationGlobalViewDown firing on both servers" 120 view_down
+down_in=$((SECONDS - vmalert_killed_at))
+view_down_held_once() {
+    curl -sf "http://127.0.0.1:$alertmanager_port/api/v2/alerts?active=true" | python3 -c '
+import json, sys
+alerts = [a for a in json.load(sys.stdin) if a["labels"]["alertname"] == "ReputationGlobalViewDown"
+          and a["status"]["state"] == "active"]
+sys.exit(0 if len(alerts) == 1 and "prometheus_server" not in alerts[0]["labels"]
+         and alerts[0]["labels"]["instance"] == sys.argv[1] else 1)' "127.0.0.1:$vmalert_port"
+}
+wait_for "ReputationGlobalViewDown held once by Alertmanager" 60 view_down_held_once
+# Both servers have sent it by now (each sends an alert as it starts firing); still one.
+sleep 5
+view_down_held_once || fail "Alertmanager holds more than one ReputationGlobalViewDown: $(curl -sf "http://127.0.0.1:$alertmanager_port/api/v2/alerts")"
+echo "fleet: vmalert killed: ReputationGlobalViewDown fires on both servers after ${down_in}s (scrapes every 10s, for 10s); Alertmanager holds one alert"
+start_vmalert
+view_up() {
+    local server
+    for server in 0 1; do
+        [ -z "$(query "${ports[$server]}" 'ALERTS{alertname="ReputationGlobalViewDown"}')" ] || return 1
+    done
+}
+wait_for "ReputationGlobalViewDown resolved on both servers once vmalert is back" 120 view_up
+echo "fleet: vmalert back: ReputationGlobalViewDown resolved on both servers"
+
 # Server 1 stops scraping one of its shards: the global view misses it.
 dropped=$(curl -sfG "http://127.0.0.1:${ports[1]}/api/v1/query" --data-urlencode 'query=up{job="reputation"}' |
     python3 -c 'import json,sys; print(sorted(r["metric"]["shard"] for r in json.load(sys.stdin)["data"]["result"])[0])')
@@ -260,7 +306,16 @@ curl -sf -X POST "http://127.0.0.1:${ports[1]}/-/reload" || fail "server 1 did n
 missing() { test "$(query "$global_port" 'ALERTS{alertname="ReputationShardsMissing",alertstate="firing"}')" = 1; }
 wait_for "ReputationShardsMissing on the global view" 180 missing
 seen=$(query "$global_port" 'count(count by (shard) (count_over_time(reputation_exporter_shards{job="reputation"}[40s])))')
-echo "fleet: shard $dropped no longer scraped: ReputationShardsMissing fires on the global view ($seen of 4 shards)"
+# The fleet view says so: its "Shards missing" panel, as Grafana asks it (variables at All),
+# its window shortened as the rules' is.
+panel=$(python3 -c '
+import json, sys
+dashboard = json.load(open(sys.argv[1]))
+[expr] = [t["expr"] for p in dashboard["panels"] if p["title"] == "Shards missing" for t in p["targets"]]
+print(expr.replace("$job", ".+").replace("$account", ".+").replace("[3m]", "[40s]"))' deploy/grafana/dashboard.json)
+shown=$(query "$global_port" "$panel")
+[ "$shown" = 1 ] || fail "the fleet view's Shards missing panel shows '$shown', not 1 ($panel)"
+echo "fleet: shard $dropped no longer scraped: ReputationShardsMissing fires on the global view ($seen of 4 shards); the fleet view shows 1 shard missing"
 
 # Server 0 dies (SIGKILL, as a crash or a lost machine: no stale markers, so federation and
 # remote write keep its shards' last samples for their whole look-back): both global views
