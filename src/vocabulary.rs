@@ -256,11 +256,13 @@ pub enum Field {
     BlacklistHistoryDate,
     /// The date of a report's `senderscore_history` entry.
     SenderscoreHistoryDate,
+    /// A report's `blacklisted_history` entry: its date or its value.
+    BlacklistedHistory,
 }
 
 impl Field {
     /// Every field, in the order of the label values.
-    pub const ALL: [Field; 17] = [
+    pub const ALL: [Field; 18] = [
         Field::Ip,
         Field::Domain,
         Field::Hosts,
@@ -278,6 +280,7 @@ impl Field {
         Field::Tags,
         Field::BlacklistHistoryDate,
         Field::SenderscoreHistoryDate,
+        Field::BlacklistedHistory,
     ];
 
     /// The `field` label value: the API's name of the field.
@@ -300,6 +303,7 @@ impl Field {
             Field::Tags => "tags",
             Field::BlacklistHistoryDate => "blacklist_history.date",
             Field::SenderscoreHistoryDate => "senderscore_history.date",
+            Field::BlacklistedHistory => "blacklisted_history",
         }
     }
 

@@ -257,10 +257,14 @@
           },
           // A rise of the list's count at the API's last check, once every current replica
           // has seen it (the one that reports on the asset among them), that no report names:
-          // the report names fewer listings than the list counts, and fewer begun in the two
-          // API check intervals before the list's poll (since the check before the one the list
-          // shows) than the count rose by, of the listings the pages hold (so that a cold start
-          // of the replica reporting on the asset explains nothing away).
+          // the report names fewer listings than the list counts, and fewer begun since the API
+          // check before the rise than the count rose by, of the listings the pages hold (so
+          // that a cold start of the replica reporting on the asset explains nothing away).
+          // The rise is dated by the newest current report whose count history ends in it
+          // (reputation_blacklistings_rise_timestamp_seconds): a listing begun at the check
+          // before, which paged then, explains nothing now. Without one (no current report has
+          // seen the rise yet), any listing begun in the two API check intervals before the
+          // list's poll explains it, until the report that follows the list dates it.
           {
             record: 'asset:reputation_blacklistings_change:unnamed',
             expr: held(
@@ -273,13 +277,18 @@
                 change: current('reputation_blacklistings_change{%s} > 0' % c.selector),
                 named: rec('asset:reputation_blacklistings_named:max'),
                 count: current('reputation_blacklistings{%s} > 0' % c.selector),
-                recent: '%s > on (job, %s) group_left max by (job, %s) (%s) - %d' % [
-                  rec('asset_blacklist:reputation_blacklist_listed_since:new'),
-                  c.accountLabel,
-                  c.accountLabel,
-                  rec('replica:reputation_last_success_timestamp_seconds:current'),
-                  2 * c.apiCheckSeconds,
-                ],
+                // Begun since the API check before the rise, where a current report dates
+                // the rise; else in the two API check intervals before the list's poll.
+                recent: '%(since)s > on (%(asset)s) group_left max without (%(r)s) (%(rise)s) - %(check)d\nor\n(%(since)s > on (job, %(a)s) group_left max by (job, %(a)s) (%(current)s) - %(checks)d\nunless on (%(asset)s) (%(rise)s))' % {
+                  since: rec('asset_blacklist:reputation_blacklist_listed_since:new'),
+                  asset: asset,
+                  r: c.replicaLabel,
+                  rise: current('reputation_blacklistings_rise_timestamp_seconds{%s}' % c.selector),
+                  check: c.apiCheckSeconds,
+                  a: c.accountLabel,
+                  current: rec('replica:reputation_last_success_timestamp_seconds:current'),
+                  checks: 2 * c.apiCheckSeconds,
+                },
               }
             ),
           },

@@ -34,9 +34,9 @@ pub mod warm;
 pub use list::{ListFile, read_list};
 pub use root::root;
 
-/// The layout this version writes; a store of another is set aside. 2: a report keeps what
-/// the list said when it was asked for (`Report::asked_for`).
-const VERSION: u32 = 2;
+/// The layout this version writes; a store of another is set aside. 2: a report keeps what the
+/// list said when asked (`Report::asked_for`); 3: when its count rose (`blacklistings_rose`).
+const VERSION: u32 = 3;
 
 /// Bookkeeping: the account the store belongs to, and each list's fetch time.
 const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");

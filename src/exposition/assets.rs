@@ -276,6 +276,18 @@ pub const BLACKLISTINGS_NAMED: AssetFamily = family(
      its change differs from the report's.",
 );
 
+/// `reputation_blacklistings_rise_timestamp_seconds`.
+pub const BLACKLISTINGS_ROSE: AssetFamily = family(
+    "reputation_blacklistings_rise_timestamp_seconds",
+    MetricType::Gauge,
+    None,
+    Source::Report(|r, s| s.value(r.blacklistings_rose)),
+    "Unix time of the newest entry of the asset report's blacklisted_history, only while it \
+     counts more blacklists than the entry before it: the API check at which the count rose, \
+     while that rise is the newest change. Refreshed every asset_reports.interval, and at once \
+     when the list's blacklisted count or its change differs from the report's.",
+);
+
 /// `reputation_asset_tag_info`.
 pub const TAG_INFO: AssetFamily = family(
     "reputation_asset_tag_info",
@@ -302,7 +314,7 @@ pub const SCORE_UPDATED: AssetFamily = family(
 
 /// Every per-asset family, in the order they are written: the list families, then the
 /// report families.
-pub static FAMILIES: [AssetFamily; 19] = [
+pub static FAMILIES: [AssetFamily; 20] = [
     ASSET_INFO,
     SENDERSCORE,
     SENDERSCORE_PREVIOUS,
@@ -320,6 +332,7 @@ pub static FAMILIES: [AssetFamily; 19] = [
     BLACKLIST_CHANGED,
     BLACKLIST_LISTED_SINCE,
     BLACKLISTINGS_NAMED,
+    BLACKLISTINGS_ROSE,
     TAG_INFO,
     SCORE_UPDATED,
 ];
@@ -572,6 +585,7 @@ mod tests {
                 }],
                 named: 1,
                 senderscore_updated: Some(1_700_000_001.0),
+                blacklistings_rose: Some(1_699_990_000.0),
                 ..Report::default()
             },
             tokio::time::Instant::now(),
@@ -621,6 +635,9 @@ mod tests {
         assert!(
             body.contains("reputation_blacklistings_named{kind=\"ip\",asset=\"192.0.2.1\"} 1\n")
         );
+        assert!(body.contains(
+            "reputation_blacklistings_rise_timestamp_seconds{kind=\"ip\",asset=\"192.0.2.1\"} 1699990000\n"
+        ));
     }
 
     #[test]

@@ -210,7 +210,7 @@ fn colour_from_text(text: &str) -> Option<SndsColour> {
     }
 }
 
-fn describe(value: &Loose) -> String {
+pub(crate) fn describe(value: &Loose) -> String {
     match value {
         Loose::Text(text) => {
             let short: String = text.chars().take(64).collect();

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use jiff::tz::TimeZone;
 use tokio::time::Instant;
 
-use super::asset::label_values;
+use super::asset::{describe, label_values};
 use crate::upstream::date;
 use crate::upstream::dto::{AssetReport, Loose};
 use crate::vocabulary::{Field, Kind, Unrecognized};
@@ -23,6 +23,10 @@ pub struct Report {
     pub named: usize,
     /// Unix time of the newest `senderscore_history` entry.
     pub senderscore_updated: Option<f64>,
+    /// Unix time of the newest `blacklisted_history` entry, only when it counts more listings
+    /// than the entry before it (the only entry: any): when the count rose, while that rise is
+    /// the newest change the report knows.
+    pub blacklistings_rose: Option<f64>,
     /// What the report said of the asset's blacklisting count and its change, in the list's
     /// terms: a list poll that says otherwise fetches the report again.
     pub blacklisting: Blacklisting,
@@ -302,11 +306,42 @@ impl Report {
             .filter_map(|d| parse(Field::SenderscoreHistoryDate, d))
             .reduce(f64::max);
 
+        let dated: Vec<(f64, &Loose)> = dto
+            .blacklisted_history
+            .iter()
+            .filter_map(|entry| {
+                Some((
+                    parse(Field::BlacklistedHistory, entry.date.as_deref()?)?,
+                    &entry.value,
+                ))
+            })
+            .collect();
+        let mut counts: Vec<(f64, f64)> = Vec::with_capacity(dated.len());
+        for (at, value) in dated {
+            match value {
+                Loose::Number(n) => counts.push((at, *n)),
+                Loose::Text(text) if text.trim().parse::<f64>().is_ok() => {
+                    counts.push((at, text.trim().parse().unwrap_or_default()));
+                }
+                other => unrecognized.push(Unrecognized::new(
+                    Field::BlacklistedHistory,
+                    describe(other),
+                )),
+            }
+        }
+        counts.sort_by(|a, b| b.0.total_cmp(&a.0));
+        let blacklistings_rose = match counts.as_slice() {
+            [(at, newest), (_, before), ..] if newest > before => Some(*at),
+            [(at, newest)] if *newest > 0.0 => Some(*at),
+            _ => None,
+        };
+
         Report {
             tags,
             listings,
             named,
             senderscore_updated,
+            blacklistings_rose,
             blacklisting: Blacklisting::of(&dto.blacklisted, &dto.blacklisted_change.last_check),
             asked_for: None,
         }
@@ -316,7 +351,7 @@ impl Report {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::upstream::dto::{BlacklistEvent, ScoreEntry};
+    use crate::upstream::dto::{BlacklistEvent, CountEntry, ScoreEntry};
 
     fn event(date: &str, status: &str, blacklist: &str) -> BlacklistEvent {
         BlacklistEvent {
@@ -409,5 +444,81 @@ mod tests {
             ]
         );
         assert_eq!(report.named, 3);
+    }
+
+    /// The report's blacklisting count history as (value, date) pairs, in the order given.
+    fn rose(history: &[(Loose, &str)]) -> (Option<f64>, Vec<Unrecognized>) {
+        let dto = AssetReport {
+            blacklisted_history: history
+                .iter()
+                .map(|(value, date)| CountEntry {
+                    value: value.clone(),
+                    date: Some((*date).into()),
+                })
+                .collect(),
+            ..AssetReport::default()
+        };
+        let mut unrecognized = Vec::new();
+        let report = Report::from_dto(dto, "192.0.2.1", &TimeZone::UTC, 64, &mut unrecognized);
+        (report.blacklistings_rose, unrecognized)
+    }
+
+    #[test]
+    fn the_count_rose_at_its_newest_entry_only_when_that_entry_counts_more() {
+        // 1st November 2026, 9:00 UTC, and the hours after it.
+        let at = |hours: i64| 1_793_523_600.0 + (hours * 3600) as f64;
+        let n = Loose::Number;
+        // Newest first, as the API sends it, or in any order: the dates decide.
+        let risen = [
+            (n(2.0), "1st Nov 2026 11:00am"),
+            (n(1.0), "1st Nov 2026 10:00am"),
+        ];
+        assert_eq!(rose(&risen).0, Some(at(2)));
+        let shuffled = [
+            (n(1.0), "1st Nov 2026 10:00am"),
+            (n(3.0), "1st Nov 2026 11:00am"),
+            (n(0.0), "1st Nov 2026 09:00am"),
+        ];
+        assert_eq!(rose(&shuffled).0, Some(at(2)));
+        // A count that fell or stayed at its newest entry: no rise is the newest change.
+        let fell = [
+            (n(1.0), "1st Nov 2026 11:00am"),
+            (n(2.0), "1st Nov 2026 10:00am"),
+        ];
+        assert_eq!(rose(&fell).0, None);
+        let same = [
+            (n(2.0), "1st Nov 2026 11:00am"),
+            (n(2.0), "1st Nov 2026 10:00am"),
+            (n(1.0), "1st Nov 2026 09:00am"),
+        ];
+        assert_eq!(rose(&same).0, None);
+        // The only entry rose from nothing when it counts any listing.
+        assert_eq!(rose(&[(n(1.0), "1st Nov 2026 09:00am")]).0, Some(at(0)));
+        assert_eq!(rose(&[(n(0.0), "1st Nov 2026 09:00am")]).0, None);
+        assert_eq!(rose(&[]).0, None);
+        // A number written as text counts; an entry whose date or value cannot be read is
+        // reported and left out.
+        let text = [
+            (Loose::Text(" 2 ".into()), "1st Nov 2026 11:00am"),
+            (n(1.0), "1st Nov 2026 10:00am"),
+        ];
+        assert_eq!(rose(&text).0, Some(at(2)));
+        let (risen, unrecognized) = rose(&[
+            (Loose::Text("many".into()), "1st Nov 2026 12:00pm"),
+            (n(2.0), "sometime"),
+            (n(1.0), "1st Nov 2026 10:00am"),
+        ]);
+        assert_eq!(risen, Some(at(1)));
+        let fields: Vec<(Field, &str)> = unrecognized
+            .iter()
+            .map(|u| (u.field, u.value.as_str()))
+            .collect();
+        assert_eq!(
+            fields,
+            [
+                (Field::BlacklistedHistory, "\"sometime\""),
+                (Field::BlacklistedHistory, "\"many\"")
+            ]
+        );
     }
 }

@@ -3,9 +3,9 @@
 //! with what the model says the exporter serves each minute) replayed on Tokio's paused clock
 //! against the simulated API, at production's intervals: 5-minute polls, `metrics.max_age` of
 //! an hour, the API checking each asset hourly, warm and cold restarts, API outages past
-//! max_age, failing reports. Each minute's scrape must serve each asset's list count and the
-//! number of listings its report names exactly as the model says, so that the stories' model
-//! cannot drift from what it models.
+//! max_age, failing reports. Each minute's scrape must serve each asset's list count, the
+//! number of listings its report names and when its report says the count rose exactly as the
+//! model says, so that the stories' model cannot drift from what it models.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -39,9 +39,9 @@ struct Asset {
     listings: Vec<(String, i64, i64)>,
     /// (first minute, end minute): counted by the list, named by no report.
     unnamed: Vec<(i64, i64)>,
-    /// Per minute, what the model says is served: the list's count and the listings the
-    /// report names (`None`: no series).
-    served: Vec<(Option<i64>, Option<i64>)>,
+    /// Per minute, what the model says is served: the list's count, the listings the report
+    /// names and the minute its report says the count rose (`None`: no series).
+    served: Vec<Served>,
 }
 
 impl Story {
@@ -62,9 +62,11 @@ impl Asset {
         periods.filter(|&(s, e)| s <= check && check < e).count() as i64
     }
 
-    /// Its report at `minute`: the list's count and every blacklist event so far, dated from
-    /// `base` (Unix seconds of minute 0).
-    fn report(&self, count: i64, change: i64, minute: i64, base: i64) -> Value {
+    /// Its report at `minute`: the list's count and its history at the API's last two checks
+    /// (`check` the last), and every blacklist event so far, dated from `base` (Unix seconds of
+    /// minute 0).
+    fn report(&self, count: i64, change: i64, minute: i64, check: i64, base: i64) -> Value {
+        let date = |minute: i64| api_date(base + minute * 60).expect("a date in range");
         let mut events: Vec<(i64, &str, &str)> = Vec::new();
         for (blacklist, s, e) in &self.listings {
             if *s <= minute {
@@ -80,7 +82,7 @@ impl Asset {
             .rev()
             .map(|(at, status, blacklist)| {
                 json!({
-                    "date": api_date(base + at * 60).expect("a date in range"),
+                    "date": date(*at),
                     "status": status,
                     "blacklist": blacklist,
                 })
@@ -92,6 +94,10 @@ impl Asset {
             "blacklisted": count,
             "blacklisted_change": {"last_check": change},
             "blacklist_history": history,
+            "blacklisted_history": [
+                {"value": self.count_at(check), "date": date(check)},
+                {"value": self.count_at(check - CHECK), "date": date(check - CHECK)},
+            ],
         })
     }
 }
@@ -110,7 +116,10 @@ fn set_api(api: &SimulatedApi, story: &Story, minute: i64, base: i64) {
             .expect("the asset is in the list");
         item["blacklisted"] = json!(count);
         item["blacklisted_change"] = json!({ "last_check": change });
-        api.set_report(&asset.name, asset.report(count, change, minute, base));
+        api.set_report(
+            &asset.name,
+            asset.report(count, change, minute, check, base),
+        );
     }
     api.set_items(List::Ip, items);
     let outage = Story::within(&story.outages, minute).then_some(503);
@@ -121,14 +130,19 @@ fn set_api(api: &SimulatedApi, story: &Story, minute: i64, base: i64) {
     api.set_outage("/api/v1/asset", reports_fail.then_some(503));
 }
 
-/// What a scrape serves of `asset`: its list count and the listings its report names.
-fn served(body: &str, asset: &str) -> (Option<i64>, Option<i64>) {
+/// What is served of an asset: its list count, the listings its report names, and the story's
+/// minute its report says the count rose.
+type Served = (Option<i64>, Option<i64>, Option<i64>);
+
+/// What a scrape serves of `asset`, minute 0 at `base` (Unix seconds).
+fn served(body: &str, asset: &str, base: i64) -> Served {
     let value = |family: &str| {
         sample(body, &format!(r#"{family}{{kind="ip",asset="{asset}"}}"#)).map(|v| v as i64)
     };
     (
         value("reputation_blacklistings"),
         value("reputation_blacklistings_named"),
+        value("reputation_blacklistings_rise_timestamp_seconds").map(|at| (at - base) / 60),
     )
 }
 
@@ -202,11 +216,11 @@ async fn replay(story: &Story) {
         };
         let body = running.metrics().await;
         for asset in &story.assets {
-            let got = served(&body, &asset.name);
+            let got = served(&body, &asset.name, base);
             let want = asset.served[minute as usize];
             if got != want {
                 mismatches.push(format!(
-                    "story {} minute {minute}, {}: the exporter serves (count, named) {got:?}, the model {want:?}",
+                    "story {} minute {minute}, {}: the exporter serves (count, named, rose) {got:?}, the model {want:?}",
                     story.seed, asset.name
                 ));
             }
@@ -231,6 +245,13 @@ async fn the_stories_model_serves_what_the_exporter_serves_minute_by_minute() {
         "an outage past max_age"
     );
     assert!(any(&|s| !s.report_fails.is_empty()), "failing reports");
+    assert!(
+        any(&|s| s
+            .assets
+            .iter()
+            .any(|a| a.served.iter().any(|x| x.2.is_some()))),
+        "a report saying the count rose"
+    );
     for story in &stories {
         replay(story).await;
     }

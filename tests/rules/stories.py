@@ -150,6 +150,13 @@ class Story:
             self.blocked_at(asset, c) - self.blocked_at(asset, c - CHECK),
         )
 
+    def rose_at(self, asset, minute):
+        """When a report fetched at `minute` says the asset's count rose: the newest entry of
+        its count history (the API's last check) when it counts more than the check before,
+        else None."""
+        c = self.last_check(asset, minute)
+        return c if self.count_at(asset, c) > self.count_at(asset, c - CHECK) else None
+
     def named_at(self, asset, minute):
         """The listings a report fetched at `minute` names: {blacklist: start}."""
         return {b: s for b, s, e in asset.listings if s <= minute < e}
@@ -388,6 +395,13 @@ def timeline(st):
                 continue
             named = [st.named_at(a, v.reports[a.index]) if a.index in v.reports else None for v in views]
             t.add("reputation_blacklistings_named", lab, [len(n) if n is not None else GONE for n in named])
+            # The newest count history date, while that entry is a rise.
+            rose = [st.rose_at(a, v.reports[a.index]) if a.index in v.reports else None for v in views]
+            t.add(
+                "reputation_blacklistings_rise_timestamp_seconds",
+                lab,
+                [x * 60 if x is not None else GONE for x in rose],
+            )
             # The newest Sender Score history date: the API's last check of the asset.
             t.add(
                 "reputation_senderscore_last_update_timestamp_seconds",
@@ -445,8 +459,8 @@ def exporter_story(seed):
 
 def exporter_check(seeds):
     """The stories of `seeds` as tests/api/model.rs replays them, and per minute what the model
-    says the exporter serves of each asset: [list count, listings the report names] (null: no
-    series)."""
+    says the exporter serves of each asset: [list count, listings the report names, the minute
+    its report says the count rose] (null: no series)."""
     out = []
     for seed in seeds:
         st = exporter_story(seed)
@@ -458,7 +472,8 @@ def exporter_check(seeds):
             for v in views:
                 count = st.list_entry(a, v.list_at)[0] if v.list_at is not None else None
                 named = len(st.named_at(a, v.reports[a.index])) if a.index in v.reports else None
-                served.append([count, named])
+                rose = st.rose_at(a, v.reports[a.index]) if a.index in v.reports else None
+                served.append([count, named, rose])
             assets.append(
                 {
                     "name": a.labels["asset"],
