@@ -316,23 +316,32 @@ impl Report {
                 ))
             })
             .collect();
-        let mut counts: Vec<(f64, f64)> = Vec::with_capacity(dated.len());
+        // The newest two entries by date, whatever their order in the report.
+        let mut newest: Option<(f64, f64)> = None;
+        let mut before: Option<(f64, f64)> = None;
         for (at, value) in dated {
-            match value {
-                Loose::Number(n) => counts.push((at, *n)),
-                Loose::Text(text) if text.trim().parse::<f64>().is_ok() => {
-                    counts.push((at, text.trim().parse().unwrap_or_default()));
-                }
-                other => unrecognized.push(Unrecognized::new(
+            let count = match value {
+                Loose::Number(n) => Some(*n),
+                Loose::Text(text) => text.trim().parse().ok(),
+                _ => None,
+            };
+            let Some(count) = count else {
+                unrecognized.push(Unrecognized::new(
                     Field::BlacklistedHistory,
-                    describe(other),
-                )),
+                    describe(value),
+                ));
+                continue;
+            };
+            if newest.is_none_or(|(newest_at, _)| at > newest_at) {
+                before = newest;
+                newest = Some((at, count));
+            } else if before.is_none_or(|(before_at, _)| at > before_at) {
+                before = Some((at, count));
             }
         }
-        counts.sort_by(|a, b| b.0.total_cmp(&a.0));
-        let blacklistings_rose = match counts.as_slice() {
-            [(at, newest), (_, before), ..] if newest > before => Some(*at),
-            [(at, newest)] if *newest > 0.0 => Some(*at),
+        let blacklistings_rose = match (newest, before) {
+            (Some((at, count)), Some((_, earlier))) if count > earlier => Some(at),
+            (Some((at, count)), None) if count > 0.0 => Some(at),
             _ => None,
         };
 
