@@ -40,7 +40,7 @@ promtool test rules "$work/team/prometheus/tests/mixin_team_test.yml" >"$work/te
     fail "promtool test rules on the rendering with teamTag"
 echo "team: a team-tagged asset's new listing carries team for Alertmanager's routing"
 
-override='{senderScoreFloor: 80, senderScoreGood: 90, selector: "job=\"mail-reputation\"", accountLabel: "tenant", replicaLabel: "pod", keepFiringFor: "5m", runbookUrl: "https://wiki.example.com/reputation/runbook", dashboardUrl: "https://grafana.example.com/d/reputation-exporter"}'
+override='{senderScoreFloor: 80, senderScoreGood: 90, selector: "job=\"mail-reputation\"", globalViewSelector: "job=\"mail-reputation-global\"", accountLabel: "tenant", replicaLabel: "pod", keepFiringFor: "5m", runbookUrl: "https://wiki.example.com/reputation/runbook", dashboardUrl: "https://grafana.example.com/d/reputation-exporter"}'
 render "$work/override" "$override"
 promtool check rules "$work/override/prometheus/alerts.yml" "$work/override/prometheus/rules.yml" >"$work/check.log" 2>&1 ||
     fail "promtool check rules on the override's rendering"
@@ -91,12 +91,16 @@ check("dashboard link", oa["ReputationSndsRedAssets"]["annotations"]["dashboard_
 check("override gap tolerance", oa["ReputationApiDown"]["keep_firing_for"], "5m")
 assert "keep_firing_for" not in oa["ReputationBlacklistListed"], "the pages are held by the rules, not keep_firing_for"
 assert "below 80;" in oa["ReputationSenderScoreLowAssets"]["annotations"]["description"]
+# The servers' watch of a fleet's global view selects its own scrape job, whose `instance` is
+# the view's address, not a replica of the exporter.
+check("override global view", oa["ReputationGlobalViewDown"]["expr"], 'up{job="mail-reputation-global"} == 0')
 for name, rule in oa.items():
     expr = rule["expr"]
-    if name != "ReputationExporterReloadFailed":
+    if name not in ("ReputationExporterReloadFailed", "ReputationGlobalViewDown"):
         assert 'job="mail-reputation"' in expr and 'job="reputation"' not in expr, f"{name}: {expr}"
     check(f"{name} runbook", rule["annotations"]["runbook_url"], f"https://wiki.example.com/reputation/runbook#{name.lower()}")
-    assert "$labels.instance" not in rule["annotations"]["description"], name
+    if name != "ReputationGlobalViewDown":
+        assert "$labels.instance" not in rule["annotations"]["description"], name
     assert "instance" not in expr, f"{name}: {expr}"
 check("standing listings", oa["ReputationBlacklistedAssets"]["expr"], 'sum by (job, tenant) (last_over_time(account_kind:reputation_blacklisted_assets:count{job="mail-reputation"}[20m])) > 0')
 records = {r["record"]: r for g in o["prometheusRules"]["groups"] for r in g["rules"]}
