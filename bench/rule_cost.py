@@ -66,17 +66,25 @@ def load_series(path):
     return series
 
 
+DENSE_COUNTED = {}
+
+
 def dense(name, series):
     """The series of the DENSE record `name`: one per key of its family's series that the
-    second family lacks, and that is younger than its age limit."""
+    second family lacks, and that is younger than its age limit. Counted once per exposition,
+    however many rules read the record."""
+    key = (name, id(series))
+    if key in DENSE_COUNTED:
+        return DENSE_COUNTED[key]
     plus, minus, age = DENSE[name]
     now = max((v for s, labels, v in series if s == "reputation_last_success_timestamp_seconds"), default=0)
     minus_keys = {tuple(labels.get(k) for k in KEY) for s, labels, v in series if s == minus}
-    return sum(
+    DENSE_COUNTED[key] = sum(
         1
         for s, labels, v in series
         if s == plus and tuple(labels.get(k) for k in KEY) not in minus_keys and (age is None or v > now - age)
     )
+    return DENSE_COUNTED[key]
 
 
 def matches(labels, matchers):

@@ -306,29 +306,28 @@ impl Report {
             .filter_map(|d| parse(Field::SenderscoreHistoryDate, d))
             .reduce(f64::max);
 
-        let dated: Vec<(f64, &Loose)> = dto
-            .blacklisted_history
-            .iter()
-            .filter_map(|entry| {
-                Some((
-                    parse(Field::BlacklistedHistory, entry.date.as_deref()?)?,
-                    &entry.value,
-                ))
-            })
-            .collect();
-        // The newest two entries by date, whatever their order in the report.
+        // The newest two entries by date, whatever their order in the report; values that are
+        // not counts are reported once the dates are read.
         let mut newest: Option<(f64, f64)> = None;
         let mut before: Option<(f64, f64)> = None;
-        for (at, value) in dated {
-            let count = match value {
+        let mut not_counts = Vec::new();
+        for entry in &dto.blacklisted_history {
+            let Some(at) = entry
+                .date
+                .as_deref()
+                .and_then(|d| parse(Field::BlacklistedHistory, d))
+            else {
+                continue;
+            };
+            let count = match &entry.value {
                 Loose::Number(n) => Some(*n),
                 Loose::Text(text) => text.trim().parse().ok(),
                 _ => None,
             };
             let Some(count) = count else {
-                unrecognized.push(Unrecognized::new(
+                not_counts.push(Unrecognized::new(
                     Field::BlacklistedHistory,
-                    describe(value),
+                    describe(&entry.value),
                 ));
                 continue;
             };
@@ -339,6 +338,7 @@ impl Report {
                 before = Some((at, count));
             }
         }
+        unrecognized.append(&mut not_counts);
         let blacklistings_rose = match (newest, before) {
             (Some((at, count)), Some((_, earlier))) if count > earlier => Some(at),
             (Some((at, count)), None) if count > 0.0 => Some(at),
