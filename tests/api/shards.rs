@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use reputation_exporter::vocabulary::{Kind, shard_of};
 use reputation_simulate::SimulatedApi;
 
-use crate::helpers::{Options, spawn_accounts, spawn_app_with, up, value};
+use crate::helpers::{Options, TestApp, spawn_accounts, spawn_app_with, up, value};
 
 /// Per-asset series of a body, with the asset each is about.
 fn asset_lines(body: &str) -> Vec<(String, Kind, String)> {
@@ -43,6 +43,28 @@ fn own_families(body: &str) -> BTreeSet<String> {
         .collect()
 }
 
+/// The per-asset series of `whole` and of each of its `shards` shards (`{whole}?shard=I` or
+/// `{whole}&shard=I`), taken between two answers of the whole that serve the same series, so
+/// that no poll changed the data in between (a poll every few hundred milliseconds may).
+async fn whole_and_shards(app: &TestApp, whole: &str, shards: usize) -> (String, Vec<String>) {
+    let separator = if whole.contains('?') { '&' } else { '?' };
+    let series =
+        |body: &str| -> BTreeSet<String> { asset_lines(body).into_iter().map(|l| l.0).collect() };
+    for _ in 0..50 {
+        let before = app.get(whole).await.text().await.unwrap();
+        let mut bodies = Vec::with_capacity(shards);
+        for shard in 0..shards {
+            let path = format!("{whole}{separator}shard={shard}");
+            bodies.push(app.get(&path).await.text().await.unwrap());
+        }
+        let after = app.get(whole).await.text().await.unwrap();
+        if series(&before) == series(&after) {
+            return (after, bodies);
+        }
+    }
+    panic!("{whole} changed its series during each of 50 attempts");
+}
+
 #[tokio::test]
 async fn four_shards_each_serve_their_assets_and_the_exporters_own_metrics_and_add_up_to_the_whole()
 {
@@ -56,44 +78,32 @@ async fn four_shards_each_serve_their_assets_and_the_exporters_own_metrics_and_a
         ..Options::default()
     })
     .await;
-    let whole = app
-        .metrics_when("both lists and reports served", |body| {
-            up(body) && body.contains("reputation_asset_tag_info{")
-        })
-        .await;
-    let whole_lines: BTreeSet<String> = asset_lines(&whole).into_iter().map(|l| l.0).collect();
+    app.metrics_when("both lists and reports served", |body| {
+        up(body) && body.contains("reputation_asset_tag_info{")
+    })
+    .await;
+    let (whole, shards) = whole_and_shards(&app, "/metrics", 4).await;
     let mut union = BTreeSet::new();
     let mut assets = [0.0; 2];
-    for shard in 0..4 {
-        let body = app
-            .get(&format!("/metrics?shard={shard}"))
-            .await
-            .text()
-            .await
-            .unwrap();
-        for (line, kind, asset) in asset_lines(&body) {
+    for (shard, body) in shards.iter().enumerate() {
+        for (line, kind, asset) in asset_lines(body) {
             assert_eq!(shard_of(kind, &asset, 4), shard, "{line}");
             assert!(union.insert(line.clone()), "{line} in two shards");
         }
-        assert_eq!(own_families(&body), own_families(&whole), "shard {shard}");
-        assert_eq!(value(&body, "reputation_exporter_shards"), 4.0);
-        assert_eq!(value(&body, "reputation_up"), 1.0);
-        assets[0] += value(&body, "reputation_assets{kind=\"ip\"}");
-        assets[1] += value(&body, "reputation_assets{kind=\"domain\"}");
+        assert_eq!(own_families(body), own_families(&whole), "shard {shard}");
+        assert_eq!(value(body, "reputation_exporter_shards"), 4.0);
+        assert_eq!(value(body, "reputation_up"), 1.0);
+        assets[0] += value(body, "reputation_assets{kind=\"ip\"}");
+        assets[1] += value(body, "reputation_assets{kind=\"domain\"}");
     }
-    // A poll may have landed between two scrapes: compare what the whole says now.
-    let now = app.metrics().await;
-    let now_lines: BTreeSet<String> = asset_lines(&now).into_iter().map(|l| l.0).collect();
-    assert!(
-        union == now_lines || union == whole_lines,
-        "the shards make the whole"
-    );
+    let whole_lines: BTreeSet<String> = asset_lines(&whole).into_iter().map(|l| l.0).collect();
+    assert_eq!(union, whole_lines, "the shards make the whole");
     assert_eq!(
         assets,
         [60.0, 40.0],
         "reputation_assets counts each asset once"
     );
-    assert_eq!(value(&now, "reputation_exporter_shards"), 4.0);
+    assert_eq!(value(&whole, "reputation_exporter_shards"), 4.0);
 }
 
 #[tokio::test]
@@ -167,23 +177,18 @@ async fn probe_serves_an_accounts_shard_too() {
         |s| s.metrics.shards = 2,
     )
     .await;
-    let whole = app.when("eu served", "/probe?target=eu", up).await;
+    app.when("eu served", "/probe?target=eu", up).await;
+    let (whole, shards) = whole_and_shards(&app, "/probe?target=eu", 2).await;
     let mut union = BTreeSet::new();
-    for shard in 0..2 {
-        let body = app
-            .get(&format!("/probe?target=eu&shard={shard}"))
-            .await
-            .text()
-            .await
-            .unwrap();
-        for (line, kind, asset) in asset_lines(&body) {
+    for (shard, body) in shards.iter().enumerate() {
+        for (line, kind, asset) in asset_lines(body) {
             assert_eq!(shard_of(kind, &asset, 2), shard, "{line}");
-            union.insert(line);
+            assert!(union.insert(line.clone()), "{line} in two shards");
         }
-        assert_eq!(value(&body, "reputation_exporter_shards"), 2.0);
+        assert_eq!(value(body, "reputation_exporter_shards"), 2.0);
     }
     let whole: BTreeSet<String> = asset_lines(&whole).into_iter().map(|l| l.0).collect();
-    assert_eq!(union.len(), whole.len());
+    assert_eq!(union, whole, "the shards make the whole");
     let refused = app.get("/probe?target=eu&shard=2").await;
     assert_eq!(refused.status(), 400);
 }
