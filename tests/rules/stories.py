@@ -4,7 +4,7 @@
     python3 tests/rules/stories.py --stories 2000 --seed 1
     python3 tests/rules/stories.py --replay 1234 --write tests/rules/regressions/
 
-A story is one account over two days, drawn at random from a seed: one to three replicas at
+A story is one account over a day, drawn at random from a seed: one to three replicas at
 different poll phases, reports on every asset, split between the replicas, or off; warm and
 cold restarts of one replica or of all (a rolling update restarts them one after another),
 Prometheus restarts, API outages (short, or past metrics.max_age), a replica cut off from the
