@@ -728,7 +728,11 @@ def run_batch(stories, workdir, rules, promtool):
     path = os.path.join(workdir, f"batch-{stories[0].seed}.yml")
     with open(path, "w") as f:
         f.write(test_file(stories, [rules], os.path.abspath(RECEIVER)))
-    done = subprocess.run([promtool, "test", "rules", path], capture_output=True, text=True)
+    # Each batch's promtool on one core (a batch evaluates its rules on one goroutine anyway, and
+    # the batches fill the cores), collecting garbage a quarter as often: a quarter less CPU
+    # for about 1 GB a batch, the same results.
+    env = {"GOMAXPROCS": "1", "GOGC": "400", **os.environ}
+    done = subprocess.run([promtool, "test", "rules", path], capture_output=True, text=True, env=env)
     failures = {}
     if done.returncode != 0:
         check = None
