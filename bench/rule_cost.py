@@ -66,25 +66,17 @@ def load_series(path):
     return series
 
 
-DENSE_COUNTED = {}
-
-
 def dense(name, series):
     """The series of the DENSE record `name`: one per key of its family's series that the
-    second family lacks, and that is younger than its age limit. Counted once per exposition,
-    however many rules read the record."""
-    key = (name, id(series))
-    if key in DENSE_COUNTED:
-        return DENSE_COUNTED[key]
+    second family lacks, and that is younger than its age limit."""
     plus, minus, age = DENSE[name]
     now = max((v for s, labels, v in series if s == "reputation_last_success_timestamp_seconds"), default=0)
     minus_keys = {tuple(labels.get(k) for k in KEY) for s, labels, v in series if s == minus}
-    DENSE_COUNTED[key] = sum(
+    return sum(
         1
         for s, labels, v in series
         if s == plus and tuple(labels.get(k) for k in KEY) not in minus_keys and (age is None or v > now - age)
     )
-    return DENSE_COUNTED[key]
 
 
 def matches(labels, matchers):
@@ -156,14 +148,14 @@ def selectors(expr):
     return out
 
 
-def cost(expr, series, replicas, scrape, group_interval, kinds):
+def cost(expr, series, replicas, scrape, group_interval, kinds, dense_counts):
     total = 0
     parts = []
     for name, matchers, rng in selectors(expr):
         if name == "ALERTS":
             continue
         if name in DENSE:
-            n = dense(name, series)
+            n = dense_counts[name]
             samples = max(1, int(rng // group_interval)) if rng else 1
         elif ":" in name:
             # A recording rule's result: about one series per account and kind (and blacklist
@@ -186,6 +178,8 @@ def main():
     exposition, replicas, scrape, files = args[0], int(args[1]), float(args[2]), args[3:]
     series = load_series(exposition)
     kinds = len({labels.get("kind") for name, labels, v in series if "kind" in labels}) or 1
+    # Each DENSE record counted once per exposition, however many rules read it.
+    dense_counts = {name: dense(name, series) for name in DENSE}
     result = {"groups": {}, "rules": {}, "per_minute": 0}
     for path in files:
         for group in yaml.safe_load(open(path))["groups"]:
@@ -193,7 +187,7 @@ def main():
             group_total = 0
             for rule in group["rules"]:
                 name = rule.get("alert") or rule.get("record")
-                total, parts = cost(rule["expr"], series, replicas, scrape, 300, kinds)
+                total, parts = cost(rule["expr"], series, replicas, scrape, 300, kinds, dense_counts)
                 group_total += total
                 result["rules"][f'{group["name"]}/{name}'] = {
                     "samples": total,
