@@ -16,17 +16,28 @@
   local rec(name) = '%s{%s}' % [name, c.selector],
   // `expr` (per-asset series of the replicas) kept for the replicas whose lists are current.
   local current(expr) = '(%s) and on (job, %s, %s) %s' % [expr, c.accountLabel, c.replicaLabel, rec('replica:reputation_last_success_timestamp_seconds:current')],
+  // The number of current replicas whose per-asset series meet `condition`, recorded as
+  // asset:<metric>:seen for everyCurrent below (so that it reads them once).
+  local seen(metric, condition) = {
+    record: 'asset:%s:seen' % metric,
+    expr: 'count without (%s) (%s)' % [c.replicaLabel, current(condition)],
+  },
   // `condition` on a per-asset series, as every current replica sees it (the one that
-  // reports on the asset among them): aggregated with `aggregation` over the replicas.
-  local everyCurrent(condition, aggregation) =
-    local x = current(condition);
-    '%(agg)s without (%(r)s) (%(x)s)\nand on (%(asset)s) count without (%(r)s) (%(x)s) >= on (job, %(a)s) group_left count by (job, %(a)s) (%(current)s)' % {
+  // reports on the asset among them), aggregated with `aggregation` over the replicas; what
+  // `seen(metric, condition)` recorded counts them. A replica that has not polled yet counts
+  // against a new page (it may see otherwise in a moment) but not against one open a minute
+  // ago, `paging`: it has no data to say the event is over.
+  local everyCurrent(metric, condition, aggregation, paging) =
+    '%(agg)s without (%(r)s) (%(x)s)\nand on (%(asset)s) (%(seen)s >= on (job, %(a)s) group_left count by (job, %(a)s) (%(current)s)\nor %(seen)s >= on (job, %(a)s) group_left count by (job, %(a)s) (%(current)s and on (job, %(a)s, %(r)s) %(last)s) and on (%(asset)s) %(paging)s offset 1m)' % {
       agg: aggregation,
       r: c.replicaLabel,
-      x: x,
+      x: current(condition),
       asset: asset,
       a: c.accountLabel,
+      seen: rec('asset:%s:seen' % metric),
       current: rec('replica:reputation_last_success_timestamp_seconds:current'),
+      last: 'reputation_last_success_timestamp_seconds{%s, %s}' % [c.selector, lists],
+      paging: rec(paging),
     },
   // The assets a current replica has the report of, one that has caught up with its list
   // (recorded in reputation.pages).
@@ -41,6 +52,12 @@
   local held(name, live) =
     '%s\nor\n(%s offset 1m unless on (job, %s, kind) max without (%s, %s) (%s) > 0)'
     % [live, rec(name), c.accountLabel, c.replicaLabel, c.shardLabel, current('reputation_assets{%s}' % c.selector)],
+
+  // The changes at the API's last check that page: a score drop, a new SNDS block, a rise
+  // of the list's count.
+  local drop = 'reputation_senderscore_change{%s} <= -%d' % [c.selector, c.senderScoreDrop],
+  local block = 'reputation_snds_blocked_change{%s} > 0' % c.selector,
+  local rise = 'reputation_blacklistings_change{%s} > 0' % c.selector,
 
   prometheusRules+:: {
     groups+: [
@@ -117,9 +134,9 @@
           // than the newest any replica of the account served within replicaHeld (so that a
           // replica cut off from the API does not become current while the others restart)
           // and that still serve assets (not past metrics.max_age), and those that started (or
-          // were first scraped) within that time and have not polled yet: the others wait for
-          // their first poll. The pages read these alone: a replica that cannot reach the API while
-          // another can serves old news.
+          // were first scraped) within that time and have not polled yet: a new page waits for
+          // their first poll, though one open goes on without them (everyCurrent). The pages read
+          // these alone: a replica that cannot reach the API while another can serves old news.
           {
             record: 'replica:reputation_last_success_timestamp_seconds:current',
             local last = 'min without (endpoint, %s) (reputation_last_success_timestamp_seconds{%s, %s})' % [c.shardLabel, c.selector, lists],
@@ -164,14 +181,16 @@
           },
           // A score drop at the API's last check, once every current replica has seen it (so
           // the asset's report, which dates it, has had its chance), unless it is old news.
+          seen('reputation_senderscore_change', drop),
           {
             record: 'asset:reputation_senderscore_change:paging',
-            expr: held('asset:reputation_senderscore_change:paging', '(%s)\nunless on (%s) %s' % [everyCurrent('reputation_senderscore_change{%s} <= -%d' % [c.selector, c.senderScoreDrop], 'min'), asset, rec('asset:reputation_senderscore_last_update_timestamp_seconds:old')]),
+            expr: held(self.record, '(%s)\nunless on (%s) %s' % [everyCurrent('reputation_senderscore_change', drop, 'min', self.record), asset, rec('asset:reputation_senderscore_last_update_timestamp_seconds:old')]),
           },
           // A new SNDS block at the API's last check; likewise.
+          seen('reputation_snds_blocked_change', block),
           {
             record: 'asset:reputation_snds_blocked_change:paging',
-            expr: held('asset:reputation_snds_blocked_change:paging', '(%s)\nunless on (%s) %s' % [everyCurrent('reputation_snds_blocked_change{%s} > 0' % c.selector, 'max'), asset, rec('asset:reputation_senderscore_last_update_timestamp_seconds:old')]),
+            expr: held(self.record, '(%s)\nunless on (%s) %s' % [everyCurrent('reputation_snds_blocked_change', block, 'max', self.record), asset, rec('asset:reputation_senderscore_last_update_timestamp_seconds:old')]),
           },
           // How many listings the asset's report names (when any), held while no current
           // replica has the report (the replica that reports on it restarting, or cut off
@@ -188,13 +207,14 @@
               unlisted,
             ],
           },
-          // A replica's report older than its list: it names a listing that began an API
-          // check interval (apiCheckSeconds) or more before the replica's last list poll, and
-          // more listings than that list counts (a replica back from a time without the API,
-          // before its report follows the list).
+          // A replica's report older than its list: it names more listings that began an API
+          // check interval (apiCheckSeconds) or more before the replica's last list poll than
+          // that list counts (a replica back from a time without the API, before its report
+          // follows the list), and these listings are the ones in doubt. Listings begun since
+          // may not be counted yet: a report that names them is newer than the list, not older.
           {
             record: 'replica_asset_blacklist:reputation_blacklist_listed_since:outdated',
-            expr: 'reputation_blacklist_listed_since_timestamp_seconds{%s}\n< on (job, %s, %s) group_left\nmin without (endpoint, %s) (reputation_last_success_timestamp_seconds{%s, %s}) - %d\nand on (%s, %s) (reputation_blacklistings_named{%s} > reputation_blacklistings{%s})' % [
+            local old = 'reputation_blacklist_listed_since_timestamp_seconds{%s}\n< on (job, %s, %s) group_left\nmin without (endpoint, %s) (reputation_last_success_timestamp_seconds{%s, %s}) - %d' % [
               c.selector,
               c.accountLabel,
               c.replicaLabel,
@@ -202,11 +222,8 @@
               c.selector,
               lists,
               c.apiCheckSeconds,
-              asset,
-              c.replicaLabel,
-              c.selector,
-              c.selector,
             ],
+            expr: '%s\nand on (%s, %s) (count without (blacklist) (%s) > reputation_blacklistings{%s})' % [old, asset, c.replicaLabel, old, c.selector],
           },
           // When a current replica's report last said a blacklist delisted the asset (its
           // newest event of that blacklist, on a blacklist it no longer lists the asset on: no
@@ -265,16 +282,21 @@
           // before, which paged then, explains nothing now. Without one (no current report has
           // seen the rise yet), any listing begun in the two API check intervals before the
           // list's poll explains it, until the report that follows the list dates it.
+          // As everyCurrent, a replica that has not polled yet holds back a new page only.
+          seen('reputation_blacklistings_change', rise),
           {
             record: 'asset:reputation_blacklistings_change:unnamed',
             expr: held(
-              'asset:reputation_blacklistings_change:unnamed',
-              'count without (%(r)s) (%(change)s) >= on (job, %(a)s) group_left count by (job, %(a)s) (%(current)s)\nunless on (%(asset)s)\n(max without (%(r)s) (%(named)s) >= max without (%(r)s) (%(count)s)\nor count without (blacklist) (%(recent)s) >= max without (%(r)s) (%(change)s))' % {
+              self.record,
+              '(%(seen)s >= on (job, %(a)s) group_left count by (job, %(a)s) (%(current)s)\nor %(seen)s >= on (job, %(a)s) group_left count by (job, %(a)s) (%(current)s and on (job, %(a)s, %(r)s) %(last)s) and on (%(asset)s) %(unnamed)s offset 1m)\nunless on (%(asset)s)\n(max without (%(r)s) (%(named)s) >= max without (%(r)s) (%(count)s)\nor count without (blacklist) (%(recent)s) >= max without (%(r)s) (%(change)s))' % {
                 r: c.replicaLabel,
                 asset: asset,
                 a: c.accountLabel,
                 current: rec('replica:reputation_last_success_timestamp_seconds:current'),
-                change: current('reputation_blacklistings_change{%s} > 0' % c.selector),
+                seen: rec('asset:reputation_blacklistings_change:seen'),
+                last: 'reputation_last_success_timestamp_seconds{%s, %s}' % [c.selector, lists],
+                unnamed: rec('asset:reputation_blacklistings_change:unnamed'),
+                change: current(rise),
                 named: rec('asset:reputation_blacklistings_named:max'),
                 count: current('reputation_blacklistings{%s} > 0' % c.selector),
                 // Begun since the API check before the rise, where a current report dates
