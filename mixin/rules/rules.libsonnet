@@ -17,28 +17,29 @@
   // `expr` (per-asset series of the replicas) kept for the replicas whose lists are current.
   local current(expr) = '(%s) and on (job, %s, %s) %s' % [expr, c.accountLabel, c.replicaLabel, rec('replica:reputation_last_success_timestamp_seconds:current')],
   // The number of current replicas whose per-asset series meet `condition`, recorded as
-  // asset:<metric>:seen for everyCurrent below (so that it reads them once).
+  // asset:<metric>:seen (so that the rules below read the per-asset series once for it).
   local seen(metric, condition) = {
     record: 'asset:%s:seen' % metric,
     expr: 'count without (%s) (%s)' % [c.replicaLabel, current(condition)],
   },
-  // `condition` on a per-asset series, as every current replica sees it (the one that
-  // reports on the asset among them), aggregated with `aggregation` over the replicas; what
-  // `seen(metric, condition)` recorded counts them. A replica that has not polled yet counts
-  // against a new page (it may see otherwise in a moment) but not against one open a minute
-  // ago, `paging`: it has no data to say the event is over.
-  local everyCurrent(metric, condition, aggregation, paging) =
-    '%(agg)s without (%(r)s) (%(x)s)\nand on (%(asset)s) (%(seen)s >= on (job, %(a)s) group_left count by (job, %(a)s) (%(current)s)\nor %(seen)s >= on (job, %(a)s) group_left count by (job, %(a)s) (%(current)s and on (job, %(a)s, %(r)s) %(last)s) and on (%(asset)s) %(paging)s offset 1m)' % {
-      agg: aggregation,
-      r: c.replicaLabel,
-      x: current(condition),
-      asset: asset,
-      a: c.accountLabel,
+  // The assets where every current replica meets what `seen(metric, ...)` counts (the one
+  // that reports on the asset among them). A replica that has not polled yet counts against
+  // a new page (it may see otherwise in a moment) but not against `paging`, open a minute
+  // ago: it has no data to say the event is over.
+  local everySees(metric, paging) =
+    '(%(seen)s >= on (job, %(a)s) group_left count by (job, %(a)s) (%(current)s)\nor %(seen)s >= on (job, %(a)s) group_left count by (job, %(a)s) (%(current)s and on (job, %(a)s, %(r)s) %(last)s) and on (%(asset)s) %(paging)s offset 1m)' % {
       seen: rec('asset:%s:seen' % metric),
+      a: c.accountLabel,
+      r: c.replicaLabel,
+      asset: asset,
       current: rec('replica:reputation_last_success_timestamp_seconds:current'),
       last: 'reputation_last_success_timestamp_seconds{%s, %s}' % [c.selector, lists],
       paging: rec(paging),
     },
+  // `condition` on a per-asset series, aggregated with `aggregation` over the current
+  // replicas, where every one sees it (everySees).
+  local everyCurrent(metric, condition, aggregation, paging) =
+    '%s without (%s) (%s)\nand on (%s) %s' % [aggregation, c.replicaLabel, current(condition), asset, everySees(metric, paging)],
   // The assets a current replica has the report of, one that has caught up with its list
   // (recorded in reputation.pages).
   local reported = rec('asset:reputation_blacklistings_named:reported'),
@@ -282,20 +283,15 @@
           // before, which paged then, explains nothing now. Without one (no current report has
           // seen the rise yet), any listing begun in the two API check intervals before the
           // list's poll explains it, until the report that follows the list dates it.
-          // As everyCurrent, a replica that has not polled yet holds back a new page only.
           seen('reputation_blacklistings_change', rise),
           {
             record: 'asset:reputation_blacklistings_change:unnamed',
             expr: held(
               self.record,
-              '(%(seen)s >= on (job, %(a)s) group_left count by (job, %(a)s) (%(current)s)\nor %(seen)s >= on (job, %(a)s) group_left count by (job, %(a)s) (%(current)s and on (job, %(a)s, %(r)s) %(last)s) and on (%(asset)s) %(unnamed)s offset 1m)\nunless on (%(asset)s)\n(max without (%(r)s) (%(named)s) >= max without (%(r)s) (%(count)s)\nor count without (blacklist) (%(recent)s) >= max without (%(r)s) (%(change)s))' % {
+              '%(every)s\nunless on (%(asset)s)\n(max without (%(r)s) (%(named)s) >= max without (%(r)s) (%(count)s)\nor count without (blacklist) (%(recent)s) >= max without (%(r)s) (%(change)s))' % {
                 r: c.replicaLabel,
                 asset: asset,
-                a: c.accountLabel,
-                current: rec('replica:reputation_last_success_timestamp_seconds:current'),
-                seen: rec('asset:reputation_blacklistings_change:seen'),
-                last: 'reputation_last_success_timestamp_seconds{%s, %s}' % [c.selector, lists],
-                unnamed: rec('asset:reputation_blacklistings_change:unnamed'),
+                every: everySees('reputation_blacklistings_change', 'asset:reputation_blacklistings_change:unnamed'),
                 change: current(rise),
                 named: rec('asset:reputation_blacklistings_named:max'),
                 count: current('reputation_blacklistings{%s} > 0' % c.selector),
