@@ -131,18 +131,18 @@
       {
         name: 'reputation.pages',
         rules: [
-          // The current replicas: those whose lists are no more than currentSlackSeconds older
-          // than the newest any replica of the account served within replicaHeld (so that a
-          // replica cut off from the API does not become current while the others restart)
-          // and that still serve assets (not past metrics.max_age), and those that started (or
-          // were first scraped) within that time and have not polled yet: a new page waits for
+          // The current replicas: those whose lists are no more than currentSlackSeconds old
+          // (a replica cut off from the API drops out at its first missed poll, whatever the
+          // others do; in an API outage none is current, and the pages are held) and that
+          // still serve assets (not past metrics.max_age), and those that started (or were
+          // first scraped) within that time and have not polled yet: a new page waits for
           // their first poll, though one open goes on without them (everyCurrent). The pages read
           // these alone: a replica that cannot reach the API while another can serves old news.
           {
             record: 'replica:reputation_last_success_timestamp_seconds:current',
             local last = 'min without (endpoint, %s) (reputation_last_success_timestamp_seconds{%s, %s})' % [c.shardLabel, c.selector, lists],
             local up = 'up{%s}' % c.selector,
-            expr: '%(last)s\n>= on (job, %(a)s) group_left\nmax by (job, %(a)s) (max_over_time(reputation_last_success_timestamp_seconds{%(sel)s, %(lists)s}[%(held)s])) - %(slack)d\nand on (job, %(a)s, %(r)s) max without (kind, %(s)s) (reputation_assets{%(sel)s}) > 0\nor\n(min without (%(s)s) (%(up)s) == 1 unless on (job, %(a)s, %(r)s) %(last)s)\nand on (job, %(a)s, %(r)s) (min without (%(s)s) (min_over_time(%(up)s[%(slack)ds])) == 0 or min without (%(s)s) (%(up)s unless %(up)s offset %(slack)ds))' % {
+            expr: '%(last)s > time() - %(slack)d\nand on (job, %(a)s, %(r)s) max without (kind, %(s)s) (reputation_assets{%(sel)s}) > 0\nor\n(min without (%(s)s) (%(up)s) == 1 unless on (job, %(a)s, %(r)s) %(last)s)\nand on (job, %(a)s, %(r)s) (min without (%(s)s) (min_over_time(%(up)s[%(slack)ds])) == 0 or min without (%(s)s) (%(up)s unless %(up)s offset %(slack)ds))' % {
               last: last,
               up: up,
               a: c.accountLabel,
@@ -150,8 +150,6 @@
               s: c.shardLabel,
               slack: c.currentSlackSeconds,
               sel: c.selector,
-              lists: lists,
-              held: c.replicaHeld,
             },
           },
           // The assets a current replica has the report of, one that has caught up with its
