@@ -82,9 +82,8 @@
     // the data look stale.
     replicaHeld: '15m',
     // The pages read the current replicas: those whose lists are at most this old (a
-    // poll.interval and a minute). A replica that cannot reach the API while another can is
-    // left out from its first missed poll: its values are old news that would hold a page open
-    // or back.
+    // poll.interval and a minute). A replica that cannot reach the API is left out from its
+    // first missed poll: its values are old news that would hold a page open or back.
     currentSlackSeconds: 360,
     // How often the API checks an asset (hourly): a list polled this long after a listing
     // began counts it if it stands.
