@@ -1,0 +1,161 @@
+#!/usr/bin/env python3
+"""The on-call promises over a long run of stories, resumable across machines.
+
+    python3 bench/long_stories.py --until 18:30      # run chunks until then, record each
+    python3 bench/long_stories.py --summary          # what the record holds for today's rules
+
+A run of tests/rules/stories.py over seeds 1 to --stories (20,000) costs hours of CPU (about
+1.5 to 3.3 s of one core a story, with the machine), more than one sitting. So it runs in
+chunks of --chunk stories, each one invocation of stories.py, and every chunk that completes is
+appended to the record (bench/results/long-stories.tsv, committed): the rules' fingerprint,
+the chunk's first seed and size, the stories that broke a promise, the CPU time and promtool's
+version. A later run, on any machine, goes on with the first chunk the record does not hold for
+the same fingerprint; a run stopped in a chunk loses that chunk only.
+
+The fingerprint is the SHA-256 of what decides a story's outcome: the shipped rules
+(deploy/prometheus/alerts.yml, rules.yml), the receiver's rules and the generator, model and
+oracle (tests/rules/receiver.yml, stories.py). A change to any of them starts the run over;
+chunks of other fingerprints stay in the record, and --summary counts only today's.
+`--summary` marks the failures listed in tests/rules/open_stories.txt as open and exits 1 if
+any other story broke a promise.
+"""
+import argparse
+import datetime
+import hashlib
+import os
+import re
+import subprocess
+import sys
+import time
+
+ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+STORIES = os.path.join(ROOT, "tests", "rules", "stories.py")
+OUTCOME = [
+    os.path.join(ROOT, "deploy", "prometheus", "alerts.yml"),
+    os.path.join(ROOT, "deploy", "prometheus", "rules.yml"),
+    os.path.join(ROOT, "tests", "rules", "receiver.yml"),
+    STORIES,
+]
+OPEN = os.path.join(ROOT, "tests", "rules", "open_stories.txt")
+RECORD = os.path.join(ROOT, "bench", "results", "long-stories.tsv")
+HEADER = "# fingerprint\tfirst_seed\tstories\tfailed\tcpu_seconds\tpromtool\tfinished\n"
+
+
+def fingerprint():
+    h = hashlib.sha256()
+    for path in OUTCOME:
+        with open(path, "rb") as f:
+            h.update(os.path.relpath(path, ROOT).encode() + b"\0" + f.read() + b"\0")
+    return h.hexdigest()[:16]
+
+
+def read_record(path, fp):
+    """{first_seed: (stories, failed seeds)} of the chunks recorded for fingerprint `fp`."""
+    chunks = {}
+    if not os.path.exists(path):
+        return chunks
+    with open(path) as f:
+        for n, line in enumerate(f, 1):
+            if line.startswith("#") or not line.strip():
+                continue
+            fields = line.rstrip("\n").split("\t")
+            if len(fields) != 7:
+                sys.exit(f"{path}:{n}: {len(fields)} fields, not 7: {line.strip()!r}")
+            if fields[0] == fp:
+                failed = {int(s) for s in fields[3].split(",") if s}
+                chunks[int(fields[1])] = (int(fields[2]), failed)
+    return chunks
+
+
+def run_chunk(first, count, jobs):
+    """Runs stories.py over seeds first..first+count-1: the seeds that broke a promise, CPU s."""
+    started = os.times()
+    done = subprocess.run(
+        [sys.executable, STORIES, "--stories", str(count), "--seed", str(first), "--jobs", str(jobs)],
+        capture_output=True,
+        text=True,
+    )
+    spent = os.times()
+    cpu = (spent.children_user + spent.children_system) - (started.children_user + started.children_system)
+    summary = re.search(r"^stories: (\d+) passed, (\d+) failed$", done.stdout, re.M)
+    if summary is None:
+        sys.exit(f"stories.py --seed {first} gave no result (exit {done.returncode}):\n{done.stdout}{done.stderr}")
+    failed = {int(s) for s in re.findall(r"^  story (\d+) ", done.stdout, re.M)}
+    if len(failed) != int(summary.group(2)) or int(summary.group(1)) + len(failed) != count:
+        sys.exit(f"stories.py --seed {first}: its summary does not add up:\n{done.stdout}")
+    return failed, cpu
+
+
+def promtool_version():
+    out = subprocess.run(["promtool", "--version"], capture_output=True, text=True).stdout
+    m = re.search(r"version (\S+)", out)
+    return m.group(1) if m else "unknown"
+
+
+def summary(path, fp, total):
+    chunks = read_record(path, fp)
+    covered = set()
+    failed = set()
+    for first, (count, f) in chunks.items():
+        covered |= set(range(first, first + count))
+        failed |= f
+    wanted = set(range(1, total + 1))
+    with open(OPEN) as f:
+        known = {int(line.split("#")[0]) for line in f if line.split("#")[0].strip()}
+    print(f"rules {fp}: {len(covered & wanted)} of seeds 1-{total} run, {len(covered - failed)} kept every promise")
+    for seed in sorted(failed):
+        print(f"  story {seed}{' [open]' if seed in known else ''}")
+    new = failed - known
+    print(f"failed: {len(new)} (open: {len(failed & known)})")
+    return 1 if new else 0
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--stories", type=int, default=20000, help="the run: seeds 1 to this")
+    p.add_argument("--chunk", type=int, default=100, help="stories per invocation of stories.py")
+    p.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    p.add_argument("--until", help="HH:MM: start no chunk that the last one's time says would end later")
+    p.add_argument("--record", default=RECORD)
+    p.add_argument("--summary", action="store_true")
+    args = p.parse_args()
+
+    fp = fingerprint()
+    if args.summary:
+        return summary(args.record, fp, args.stories)
+    deadline = None
+    if args.until:
+        h, m = (int(x) for x in args.until.split(":"))
+        now = datetime.datetime.now()
+        deadline = now.replace(hour=h, minute=m, second=0, microsecond=0)
+        if deadline <= now:
+            deadline += datetime.timedelta(days=1)
+    version = promtool_version()
+    os.makedirs(os.path.dirname(os.path.abspath(args.record)), exist_ok=True)
+    if not os.path.exists(args.record) or os.path.getsize(args.record) == 0:
+        with open(args.record, "w") as f:
+            f.write(HEADER)
+    last = 0.0
+    for first in range(1, args.stories + 1, args.chunk):
+        count = min(args.chunk, args.stories + 1 - first)
+        recorded = read_record(args.record, fp).get(first)
+        if recorded is not None:
+            if recorded[0] != count:
+                sys.exit(f"{args.record}: the chunk at seed {first} holds {recorded[0]} stories, this run's {count}")
+            continue
+        if deadline and datetime.datetime.now() + datetime.timedelta(seconds=last) > deadline:
+            print(f"stopping before seed {first}: the chunk would end after {args.until}")
+            break
+        started = time.monotonic()
+        failed, cpu = run_chunk(first, count, args.jobs)
+        last = time.monotonic() - started
+        finished = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        with open(args.record, "a") as f:
+            f.write(f"{fp}\t{first}\t{count}\t{','.join(map(str, sorted(failed)))}\t{cpu:.0f}\t{version}\t{finished}\n")
+        print(f"seeds {first}-{first + count - 1}: {count - len(failed)} kept every promise"
+              + (f", broken by {sorted(failed)}" if failed else "") + f" ({last:.0f} s)", flush=True)
+    return summary(args.record, fp, args.stories)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
