@@ -29,6 +29,9 @@ import sys
 import time
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.join(ROOT, "tests", "rules"))
+from stories import open_stories  # noqa: E402
+
 STORIES = os.path.join(ROOT, "tests", "rules", "stories.py")
 OUTCOME = [
     os.path.join(ROOT, "deploy", "prometheus", "alerts.yml"),
@@ -100,8 +103,7 @@ def summary(path, fp, total):
         covered |= set(range(first, first + count))
         failed |= f
     wanted = set(range(1, total + 1))
-    with open(OPEN) as f:
-        known = {int(line.split("#")[0]) for line in f if line.split("#")[0].strip()}
+    known = open_stories(OPEN)
     print(f"rules {fp}: {len(covered & wanted)} of seeds 1-{total} run, {len(covered - failed)} kept every promise")
     for seed in sorted(failed):
         print(f"  story {seed}{' [open]' if seed in known else ''}")
