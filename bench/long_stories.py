@@ -5,7 +5,7 @@
     python3 bench/long_stories.py --summary          # what the record holds for today's rules
 
 A run of tests/rules/stories.py over seeds 1 to --stories (20,000) costs hours of CPU (about
-1.5 to 3.3 s of one core a story, with the machine), more than one sitting. So it runs in
+1.5 to 3.6 s of one core a story, with the machine), more than one sitting. So it runs in
 chunks of --chunk stories, each one invocation of stories.py, and every chunk that completes is
 appended to the record (bench/results/long-stories.tsv, committed): the rules' fingerprint,
 the chunk's first seed and size, the stories that broke a promise, the CPU time and promtool's
