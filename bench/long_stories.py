@@ -5,7 +5,7 @@
     python3 bench/long_stories.py --summary          # what the record holds for today's rules
 
 A run of tests/rules/stories.py over seeds 1 to --stories (20,000) costs hours of CPU (about
-1.5 to 3.6 s of one core a story, with the machine), more than one sitting. So it runs in
+1.5 to 3.4 s of one core a story, with the machine), more than one sitting. So it runs in
 chunks of --chunk stories, each one invocation of stories.py, and every chunk that completes is
 appended to the record (bench/results/long-stories.tsv, committed): the rules' fingerprint,
 the chunk's first seed and size, the stories that broke a promise, the CPU time and promtool's
@@ -14,8 +14,9 @@ the same fingerprint; a run stopped in a chunk loses that chunk only.
 
 The fingerprint is the SHA-256 of what decides a story's outcome: the shipped rules
 (deploy/prometheus/alerts.yml, rules.yml), the receiver's rules and the generator, model and
-oracle (tests/rules/receiver.yml, stories.py). A change to any of them starts the run over;
-chunks of other fingerprints stay in the record, and --summary counts only today's.
+oracle (tests/rules/receiver.yml, stories.py, and scenarios.py that writes the timelines). A
+change to any of them starts the run over; chunks of other fingerprints stay in the record,
+and --summary counts only today's.
 `--summary` marks the failures listed in tests/rules/open_stories.txt as open and exits 1 if
 any other story broke a promise.
 """
@@ -37,6 +38,7 @@ OUTCOME = [
     os.path.join(ROOT, "deploy", "prometheus", "alerts.yml"),
     os.path.join(ROOT, "deploy", "prometheus", "rules.yml"),
     os.path.join(ROOT, "tests", "rules", "receiver.yml"),
+    os.path.join(ROOT, "tests", "rules", "scenarios.py"),
     STORIES,
 ]
 OPEN = os.path.join(ROOT, "tests", "rules", "open_stories.txt")

@@ -15,6 +15,7 @@ the whole timeline (once, without a gap); no other alert of the watched names fi
 Minute m is the sample at m minutes and the evaluation at m minutes; Unix time is m * 60.
 """
 
+import itertools
 import os
 import sys
 
@@ -184,11 +185,12 @@ class Timeline:
 
     def values_text(self, values):
         """promtool's notation, run-length encoded, with stale markers where a series ends."""
-        out = []
-        previous = GONE
+        unscraped = {m for a, b in self.no_scrape for m in range(a, b)}
+        texts = {}  # each value's text, formatted once (a series holds few distinct values)
         cells = []
+        previous = GONE
         for m, v in enumerate(values):
-            if any(a <= m < b for a, b in self.no_scrape):
+            if m in unscraped:
                 cells.append(NO_SCRAPE)
                 continue
             if v is GONE and previous is not GONE and previous != STALE:
@@ -196,21 +198,22 @@ class Timeline:
             elif v is GONE:
                 cells.append(NO_SCRAPE)
             else:
-                cells.append(format_value(v))
+                key = (v.__class__, v)
+                if key not in texts:
+                    texts[key] = format_value(v)
+                cells.append(texts[key])
             previous = v if v is not GONE else (STALE if previous is not GONE else GONE)
-        i = 0
-        while i < len(cells):
-            j = i
-            while j + 1 < len(cells) and cells[j + 1] == cells[i] and cells[i] != STALE:
-                j += 1
-            n = j - i
-            if cells[i] == NO_SCRAPE:
-                # `_xN` is N missing samples; `VxN` is N + 1 samples.
-                n += 1
+        out = []
+        for cell, run in itertools.groupby(cells):
+            n = sum(1 for _ in run)
+            if cell == STALE:
+                out.extend([STALE] * n)  # each stale marker is a sample of its own
+            elif cell == NO_SCRAPE:
+                # `_xN` is N missing samples.
                 out.append(NO_SCRAPE if n == 1 else f"{NO_SCRAPE}x{n}")
             else:
-                out.append(cells[i] if n == 0 else f"{cells[i]}x{n}")
-            i = j + 1
+                # `VxN` is N + 1 samples.
+                out.append(cell if n == 1 else f"{cell}x{n - 1}")
         return " ".join(out)
 
     def render(self):

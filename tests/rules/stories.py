@@ -115,6 +115,7 @@ class Story:
     prometheus_down: list  # (first, end): nothing scraped, no stale markers
     notes: list
     hidden_changes: bool = False  # changes an outage hides are drawn, and must page
+    entries: dict = field(default_factory=dict, repr=False, compare=False)  # list_entry's, by (asset, check)
 
     @property
     def account(self):
@@ -140,15 +141,18 @@ class Story:
 
     def list_entry(self, asset, minute):
         """What the list shows of an asset at `minute`: (count, count change, score change,
-        blocked, block change), all as of the API's last check."""
+        blocked, block change), all as of the API's last check (so computed once a check)."""
         c = self.last_check(asset, minute)
-        return (
-            self.count_at(asset, c),
-            self.count_at(asset, c) - self.count_at(asset, c - CHECK),
-            -12 if c in asset.drops else 0,
-            self.blocked_at(asset, c),
-            self.blocked_at(asset, c) - self.blocked_at(asset, c - CHECK),
-        )
+        key = (id(asset), c)
+        if key not in self.entries:
+            self.entries[key] = (
+                self.count_at(asset, c),
+                self.count_at(asset, c) - self.count_at(asset, c - CHECK),
+                -12 if c in asset.drops else 0,
+                self.blocked_at(asset, c),
+                self.blocked_at(asset, c) - self.blocked_at(asset, c - CHECK),
+            )
+        return self.entries[key]
 
     def rose_at(self, asset, minute):
         """When a report fetched at `minute` says the asset's count rose: the newest entry of
