@@ -140,9 +140,10 @@ def main():
         with open(args.record, "w") as f:
             f.write(HEADER)
     last = 0.0
+    done = read_record(args.record, fp)  # read once: only this run appends to it
     for first in range(1, args.stories + 1, args.chunk):
         count = min(args.chunk, args.stories + 1 - first)
-        recorded = read_record(args.record, fp).get(first)
+        recorded = done.get(first)
         if recorded is not None:
             if recorded[0] != count:
                 sys.exit(f"{args.record}: the chunk at seed {first} holds {recorded[0]} stories, this run's {count}")
