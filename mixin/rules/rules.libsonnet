@@ -280,7 +280,9 @@
           // (reputation_blacklistings_rise_timestamp_seconds): a listing begun at the check
           // before, which paged then, explains nothing now. Without one (no current report has
           // seen the rise yet), any listing begun in the two API check intervals before the
-          // list's poll explains it, until the report that follows the list dates it.
+          // list's poll explains it, until the report that follows the list dates it; but not
+          // a rise whose page already stands (replicas back from a cold start serve no date
+          // until their reports come, and a listing named before the rise explains nothing).
           seen('reputation_blacklistings_change', rise),
           {
             record: 'asset:reputation_blacklistings_change:unnamed',
@@ -295,7 +297,7 @@
                 count: current('reputation_blacklistings{%s} > 0' % c.selector),
                 // Begun since the API check before the rise, where a current report dates
                 // the rise; else in the two API check intervals before the list's poll.
-                recent: '%(since)s > on (%(asset)s) group_left max without (%(r)s) (%(rise)s) - %(check)d\nor\n(%(since)s > on (job, %(a)s) group_left max by (job, %(a)s) (%(current)s) - %(checks)d\nunless on (%(asset)s) (%(rise)s))' % {
+                recent: '%(since)s > on (%(asset)s) group_left max without (%(r)s) (%(rise)s) - %(check)d\nor\n(%(since)s > on (job, %(a)s) group_left max by (job, %(a)s) (%(current)s) - %(checks)d\nunless on (%(asset)s) (%(rise)s)\nunless on (%(asset)s) %(unnamed)s offset 1m)' % {
                   since: rec('asset_blacklist:reputation_blacklist_listed_since:new'),
                   asset: asset,
                   r: c.replicaLabel,
@@ -304,6 +306,7 @@
                   a: c.accountLabel,
                   current: rec('replica:reputation_last_success_timestamp_seconds:current'),
                   checks: 2 * c.apiCheckSeconds,
+                  unnamed: rec('asset:reputation_blacklistings_change:unnamed'),
                 },
               }
             ),
