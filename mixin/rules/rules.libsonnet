@@ -323,14 +323,15 @@
             record: 'asset:reputation_blacklistings_change:paged_since',
             expr: '%s\nor\n%s offset 1m > time() - %d' % [rec('asset:reputation_blacklistings_change:paging_since'), rec('asset:reputation_blacklistings_change:paged_since'), c.listingNewSeconds],
           },
-          // The listings the count's page announced: begun before that page began, and first
-          // named (a report that came late) when no rise is left unnamed. Remembered while they
-          // are new. One listing, one page.
+          // The listing the count's page announced: begun before that page began, and first
+          // named (a report that came late) when no rise is left unnamed; of several named at
+          // once, the one begun first, and one a page (the others page by name). Its value is
+          // when that page began; remembered while the listing is new. One listing, one page.
           {
             record: 'asset_blacklist:reputation_blacklist_listed_since:counted',
             local name = 'asset_blacklist:reputation_blacklist_listed_since:counted',
             local since = rec('asset_blacklist:reputation_blacklist_listed_since:new'),
-            expr: '%(since)s and on (%(asset)s, blacklist) %(name)s offset 1m\nor\n(%(since)s unless on (%(asset)s, blacklist) %(since)s offset 1m)\n<= on (%(asset)s) group_left %(paged)s\nunless on (%(asset)s) %(unnamed)s' % {
+            expr: '%(name)s offset 1m and on (%(asset)s, blacklist) %(since)s\nor\n%(paged)s >= on (%(asset)s) group_right bottomk by (%(asset)s) (1, %(since)s unless on (%(asset)s, blacklist) %(since)s offset 1m unless on (%(asset)s) %(unnamed)s)\nunless on (%(asset)s) (%(name)s offset 1m == on (%(asset)s) group_left %(paged)s)' % {
               since: since,
               asset: asset,
               name: rec(name),
