@@ -613,11 +613,16 @@ def oracle(st):
                     continue
                 events.append((c, c, all_seen(c + CHECK)))
             out.append(window(a.labels, family, events, len(events), seen, due_at))
-    # The account's data stale: an outage past 45 minutes without a list.
+    # The account's data stale: an outage past 45 minutes without a list, counted from the
+    # last minute a replica could poll before it (every replica restarting just before the
+    # outage makes the last list older than the outage).
     events = []
     for a_, b_ in st.outages:
-        if b_ - a_ >= STALE_AFTER + POLL + 10:
-            events.append((a_, b_ + POLL))
+        dark = a_
+        while dark > 0 and not can_see(dark - 1):
+            dark -= 1
+        if b_ - dark >= STALE_AFTER + POLL + 10:
+            events.append((dark, b_ + POLL))
     due = set()
     allowed = set()
     for first, close in events:
