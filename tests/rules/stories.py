@@ -543,11 +543,17 @@ def oracle(st):
                 return m
         return MINUTES
 
-    served = [(r, serve(st, r)) for r in st.replicas if any(r.reports_on(a.index) for a in st.assets)]
+    views = [(r, serve(st, r)) for r in st.replicas]
+    served = [(r, v) for r, v in views if any(r.reports_on(a.index) for a in st.assets)]
+
+    def polled(m):
+        """Some replica polls the API's lists at `m`."""
+        return any(v[m].list_at == m for _, v in views)
 
     def first_named(a, s, e):
         """The first minute a replica serves a report naming `a`'s listing (s, e): one fetched
-        while it stood (the only use of the exporter's model here: when reports are fetched)."""
+        while it stood (the exporter's model is used here for when lists and reports are
+        fetched only)."""
         minutes = [
             next((m for m, v in enumerate(views) if s <= v.reports.get(a.index, -(10**9)) < e), None)
             for r, views in served
@@ -577,8 +583,9 @@ def oracle(st):
                 ended = refreshed(a, ended, st.list_entry(a, ended) != st.list_entry(a, ended - CHECK))
             close = min(all_seen(ended), news_end)
             rises = st.count_at(a, first) > st.count_at(a, first - CHECK)
-            if rises and not st.hidden_changes and not any(can_see(m) for m in range(max(first, 0), first + CHECK)):
-                # An outage hides the rise (the next check overwrites it): --hidden-changes.
+            if rises and not st.hidden_changes and not any(polled(m) for m in range(max(first, 0), min(first + CHECK, MINUTES))):
+                # No replica polls the lists before the next check overwrites the rise (an
+                # outage, or restarts, from minutes after the check): --hidden-changes.
                 rises = False
             if rises:
                 visible = first  # the list's count rises: reports follow it
