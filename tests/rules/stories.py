@@ -4,8 +4,9 @@
     python3 tests/rules/stories.py --stories 2000 --seed 1
     python3 tests/rules/stories.py --replay 1234 --write tests/rules/regressions/
 
-A story is one account over a day, drawn at random from a seed: one to three replicas at
-different poll phases, reports on every asset, split between the replicas, or off; warm and
+A story is one account over six hours to a day (its length drawn from the seed with the rest,
+the short ones as likely as the day, as promtool's time grows with the length): one to three
+replicas at different poll phases, reports on every asset, split between the replicas, or off; warm and
 cold restarts of one replica or of all (a rolling update restarts them one after another),
 Prometheus restarts, API outages (short, or past metrics.max_age), a replica cut off from the
 API, reports that fail, listings the list counts and no report names, listings days old at
@@ -30,11 +31,11 @@ story at once (each its own account):
               name it), whatever restarts, rollouts, outages and replicas that disagree;
   lost        no resolution is swallowed by an inhibition.
 
-Stories run in batches, one promtool test file each, on every core. A story that breaks a
-promise is printed with its seed; `--replay SEED --write DIR` writes it as a promtool test file
-that can be committed as a regression (promtool test rules DIR/*.yml), and `--trace N` prints
-what fires every N minutes. `--open FILE` names the stories known to break a promise (the
-open cases the runbook lists): they are printed and not failed, and one of them that keeps
+Stories run in batches of one length, one promtool test file each, on every core. A story
+that breaks a promise is printed with its seed; `--replay SEED --write DIR` writes it as a
+promtool test file that can be committed as a regression (promtool test rules DIR/*.yml), and
+`--trace N` prints what fires every N minutes. `--open FILE` names the stories known to break
+a promise (the open cases and gaps the runbook lists): they are printed and not failed, and one of them that keeps
 every promise fails the run until it is taken out of the file, so the list only shrinks.
 """
 
@@ -57,7 +58,9 @@ RULES = os.path.join(HERE, "..", "..", "deploy", "prometheus", "alerts.yml")
 RECORDING = os.path.join(HERE, "..", "..", "deploy", "prometheus", "rules.yml")
 RECEIVER = os.path.join(HERE, "receiver.yml")
 
-MINUTES = 1440  # a story's length
+# A story's length, drawn: six hours to a day (promtool's time grows with it, so the short
+# ones are as likely as the day).
+LENGTHS = (360, 480, 720, 960, 1440)
 POLL = 5  # poll.interval
 MAX_AGE = 60  # metrics.max_age
 CHECK = 60  # the API checks each asset hourly
@@ -108,6 +111,7 @@ class AssetSpec:
 @dataclass
 class Story:
     seed: int
+    minutes: int  # its length
     check_phase: int
     replicas: list
     assets: list
@@ -181,7 +185,8 @@ def story(seed, hidden_changes=False):
     any replica can poll): those page only once the exporter serves when such a change
     happened, which it does not yet; `--hidden-changes` draws them too."""
     rnd = random.Random(seed)
-    notes = []
+    minutes = rnd.choice(LENGTHS)
+    notes = [f"{minutes // 60} hours"]
     check_phase = rnd.randrange(CHECK)
     n_replicas = rnd.choice([1, 2, 2, 3])
     split = n_replicas > 1 and rnd.random() < 0.3
@@ -199,9 +204,9 @@ def story(seed, hidden_changes=False):
         )
     notes.append(f"{n_replicas} replica(s), reports {'split' if split else reports}, API checks at :{check_phase:02d}")
 
-    def interval(shortest, longest, first=60, last=MINUTES - 60):
+    def interval(shortest, longest, first=60, last=minutes - 60):
         start = rnd.randrange(first, last)
-        return start, min(start + rnd.randrange(shortest, longest + 1), MINUTES)
+        return start, min(start + rnd.randrange(shortest, longest + 1), minutes)
 
     drawn = []
     for _ in range(rnd.choice([0, 0, 1, 2])):
@@ -217,7 +222,7 @@ def story(seed, hidden_changes=False):
         # Short (the held data serves) or past max_age; never in between, where whether
         # ReputationDataStale fires is a matter of a minute.
         if 30 < b - a < 80:
-            b = min(a + 80, MINUTES)
+            b = min(a + 80, minutes)
             a = b - 80  # (one the story's end cuts short is as long)
         outages.append((a, b))
         notes.append(f"API outage {a}-{b}")
@@ -265,7 +270,7 @@ def story(seed, hidden_changes=False):
                 # Days old at installation, or hours old: news when monitoring begins.
                 s = rnd.choice([-5 * 1440, -rnd.randrange(60, 600)])
             else:
-                s = rnd.randrange(0, MINUTES - 180)
+                s = rnd.randrange(0, minutes - 180)
             e = s + rnd.choice([rnd.randrange(130, 600), rnd.randrange(600, 3000)])
             if s < 0 and -CHECK < e < 15:
                 # Not one that ends between the API's last check before installation and the
@@ -276,14 +281,14 @@ def story(seed, hidden_changes=False):
                 continue  # one listing per blacklist at a time, an hour apart
             asset.listings.append((b, s, e))
         if rnd.random() < 0.2:
-            s = rnd.randrange(0, MINUTES - 180)
+            s = rnd.randrange(0, minutes - 180)
             asset.unnamed.append((s, s + rnd.randrange(130, 1500)))
         for _ in range(rnd.choice([0, 0, 1])):
-            c = check_phase + CHECK * rnd.randrange(1, MINUTES // CHECK - 2)
+            c = check_phase + CHECK * rnd.randrange(1, minutes // CHECK - 2)
             if all(abs(c - d) > CHECK for d in asset.drops):
                 asset.drops.append(c)
         if rnd.random() < 0.2:
-            c = check_phase + CHECK * rnd.randrange(1, MINUTES // CHECK - 4)
+            c = check_phase + CHECK * rnd.randrange(1, minutes // CHECK - 4)
             asset.blocks.append((c, c + CHECK * rnd.randrange(2, 20)))
         if rnd.random() < 0.1:
             # The API last checked this asset weeks ago, and that check saw a drop or a block.
@@ -299,7 +304,7 @@ def story(seed, hidden_changes=False):
             asset.drops = [c for c in asset.drops if c < 0 or not hides(c)]
             asset.blocks = [(c, e) for c, e in asset.blocks if c < 0 or not hides(c)]
         assets.append(asset)
-    return Story(seed, check_phase, replicas, assets, outages, prometheus_down, notes, hidden_changes)
+    return Story(seed, minutes, check_phase, replicas, assets, outages, prometheus_down, notes, hidden_changes)
 
 
 # --- the exporter, as a model -----------------------------------------------------------------
@@ -333,7 +338,7 @@ def serve(st, r):
     next_poll = r.offset
     down_before = False
     selected = [a for a in st.assets if r.reports_on(a.index)]
-    for m in range(MINUTES):
+    for m in range(st.minutes):
         restart = next((x for x in r.restarts if x[0] <= m < x[1]), None)
         if restart:
             if not restart[2]:
@@ -370,11 +375,12 @@ def serve(st, r):
 
 def timeline(st):
     """The story's series as its replicas serve them, and the oracle's series."""
-    t = Timeline(st.account, "\n".join(st.notes), MINUTES, [])
+    minutes = st.minutes
+    t = Timeline(st.account, "\n".join(st.notes), minutes, [])
     t.no_scrape = list(st.prometheus_down)
     job = {"job": "reputation", "account": st.account}
-    for r in st.replicas:
-        views = serve(st, r)
+    served = [(r, serve(st, r)) for r in st.replicas]
+    for r, views in served:
         who = {**job, "instance": r.instance}
         t.add("up", who, [1 if v.up else 0 for v in views])
         t.add("reputation_assets", {**who, "kind": "ip"}, [(len(st.assets) if v.list_at is not None else 0) if v.up else GONE for v in views])
@@ -426,11 +432,11 @@ def timeline(st):
                     {**lab, "blacklist": b},
                     [e[0] * 60 if e else GONE for e in events],
                 )
-    for labels, due, allowed, pages in oracle(st):
+    for labels, due, allowed, pages in oracle(st, served):
         lab = {**job, **labels}
-        t.add("story_due", lab, [1 if m in due else GONE for m in range(MINUTES)])
-        t.add("story_allowed", lab, [1 if m in allowed else GONE for m in range(MINUTES)])
-        t.add("story_pages", lab, [pages] * MINUTES)
+        t.add("story_due", lab, [1 if m in due else GONE for m in range(minutes)])
+        t.add("story_allowed", lab, [1 if m in allowed else GONE for m in range(minutes)])
+        t.add("story_pages", lab, [pages] * minutes)
     return t
 
 
@@ -439,7 +445,7 @@ def timeline(st):
 # Stories the exporter itself replays (tests/api/model.rs, on Tokio's paused clock), each with
 # what the model says it serves: warm and cold restarts, outages past metrics.max_age, failing
 # reports. `--exporter-check FILE` writes them; CI checks the committed file is current.
-EXPORTER_SEEDS = [312, 860]
+EXPORTER_SEEDS = [575, 1006]
 EXPORTER_MINUTES = 720
 
 
@@ -469,7 +475,7 @@ def exporter_check(seeds):
     for seed in seeds:
         st = exporter_story(seed)
         r = st.replicas[0]
-        views = serve(st, r)[:EXPORTER_MINUTES]
+        views = serve(st, r)[: min(st.minutes, EXPORTER_MINUTES)]
         assets = []
         for a in st.assets:
             served = []
@@ -489,7 +495,7 @@ def exporter_check(seeds):
         out.append(
             {
                 "seed": seed,
-                "minutes": EXPORTER_MINUTES,
+                "minutes": len(views),
                 "check_phase": st.check_phase,
                 "restarts": [[a, b, warm] for a, b, warm in r.restarts],
                 "outages": [list(x) for x in st.outages],
@@ -503,9 +509,11 @@ def exporter_check(seeds):
 # --- the oracle: what on call must get, from the story alone ----------------------------------
 
 
-def oracle(st):
+def oracle(st, views):
     """Per asset and family (and for the account's staleness): the minutes by which a page
-    must be open (due), the minutes a page may be open (allowed) and the number of pages."""
+    must be open (due), the minutes a page may be open (allowed) and the number of pages.
+    `views`: each replica with what the exporter's model says it serves (`serve`)."""
+    minutes = st.minutes
     scraped = lambda m: not within(st.prometheus_down, m)
 
     def can_see(m):
@@ -514,7 +522,7 @@ def oracle(st):
 
     def seen(m):
         """The first minute at or after `m` at which the exporter can see the API's data."""
-        while m < MINUTES and not can_see(m):
+        while m < minutes and not can_see(m):
             m += 1
         return m
 
@@ -524,9 +532,9 @@ def oracle(st):
 
     def due_at(minute):
         m = minute + 1  # story:open reads ALERTS a minute back
-        while m < MINUTES and not scraped(m):
+        while m < minutes and not scraped(m):
             m += 1
-        return {m} if m < MINUTES else set()
+        return {m} if m < minutes else set()
 
     def refreshed(a, m0, follows):
         """The minute by which a replica reporting on `a` has fetched its report after the API's
@@ -537,13 +545,12 @@ def oracle(st):
         if follows:
             # Asked for at the first poll after the check, and again at each poll until it
             # answers.
-            return next((m + POLL + 2 for m in range(m0, MINUTES) if any(can(r, m) for r in reporters)), MINUTES)
-        for m in range(m0, MINUTES):
+            return next((m + POLL + 2 for m in range(m0, minutes) if any(can(r, m) for r in reporters)), minutes)
+        for m in range(m0, minutes):
             if any(r.round_phase is not None and m % 60 == r.round_phase and can(r, m) for r in reporters):
                 return m
-        return MINUTES
+        return minutes
 
-    views = [(r, serve(st, r)) for r in st.replicas]
     served = [(r, v) for r, v in views if any(r.reports_on(a.index) for a in st.assets)]
 
     def polled(m):
@@ -554,12 +561,12 @@ def oracle(st):
         """The first minute a replica serves a report naming `a`'s listing (s, e): one fetched
         while it stood (the exporter's model is used here for when lists and reports are
         fetched only)."""
-        minutes = [
+        firsts = [
             next((m for m, v in enumerate(views) if s <= v.reports.get(a.index, -(10**9)) < e), None)
             for r, views in served
             if r.reports_on(a.index)
         ]
-        return min((m for m in minutes if m is not None), default=None)
+        return min((m for m in firsts if m is not None), default=None)
 
     out = []
     for a in st.assets:
@@ -574,25 +581,29 @@ def oracle(st):
             # The first check that counts it, or the last before installation.
             first = max(s + (st.check_phase - s) % CHECK, installed)
             news_end = s + NEW
-            if first >= min(e, news_end, MINUTES if a.checked_until is None else a.checked_until):
+            if first >= min(e, news_end, minutes if a.checked_until is None else a.checked_until):
                 continue
             ended = e + (st.check_phase - e) % CHECK  # the first check that no longer counts it
-            named = b is not None and reported
+            # Named when a report can name it: a replica reports on the asset and some report
+            # it serves does while the listing stands (one cut off from the API to the story's
+            # end never does, and the listing pages as the count).
+            named_at = first_named(a, s, e) if b is not None and reported else None
+            named = named_at is not None
             if named and st.count_at(a, ended) > 0:
                 # The lists still count a listing: only a report says which one ended.
                 ended = refreshed(a, ended, st.list_entry(a, ended) != st.list_entry(a, ended - CHECK))
             close = min(all_seen(ended), news_end)
             rises = st.count_at(a, first) > st.count_at(a, first - CHECK)
-            if rises and not st.hidden_changes and not any(polled(m) for m in range(max(first, 0), min(first + CHECK, MINUTES))):
+            if rises and not st.hidden_changes and not any(polled(m) for m in range(max(first, 0), min(first + CHECK, st.minutes))):
                 # No replica polls the lists before the next check overwrites the rise (an
                 # outage, or restarts, from minutes after the check): --hidden-changes.
                 rises = False
             if rises:
                 visible = first  # the list's count rises: reports follow it
-            elif named and first_named(a, s, e) is not None:
+            elif named:
                 # The count does not rise (another listing ended at the same check, or an
                 # outage hid the check): a report names it, at a round or after an outage.
-                visible = first_named(a, s, e)
+                visible = named_at
             else:
                 continue  # nothing the exporter reads shows it
             # A report names a listing from its start (a round may fetch it before the list's
@@ -605,12 +616,12 @@ def oracle(st):
         # The count's page: one per run of checks that each show a rise (it stays open from the
         # first rise to the first check without one, however many listings rose the count).
         pages += sum(1 for c in counted if c - CHECK not in counted)
-        out.append(window(a.labels, "listing", events, pages, seen, due_at))
+        out.append(window(a.labels, "listing", events, pages, seen, due_at, minutes))
         if a.checked_until is not None and not reported:
             # The API stopped checking the asset weeks ago and no replica reports on it: nothing
             # the exporter serves dates its last change, so a page for it is allowed, not due.
             for family in ("score", "snds"):
-                out.append(({**a.labels, "family": family}, set(), set(range(MINUTES)), -1))
+                out.append(({**a.labels, "family": family}, set(), set(range(minutes)), -1))
             continue
         # Score drops and SNDS blocks: the change at the API's check, until its next check.
         for family, checks in (("score", a.drops), ("snds", [c for c, _ in a.blocks])):
@@ -619,7 +630,7 @@ def oracle(st):
                 if c < 0 or (a.checked_until is not None and c > a.checked_until):
                     continue
                 events.append((c, c, all_seen(c + CHECK)))
-            out.append(window(a.labels, family, events, len(events), seen, due_at))
+            out.append(window(a.labels, family, events, len(events), seen, due_at, minutes))
     # The account's data stale: an outage past 45 minutes without a list, counted from the
     # last minute a replica could poll before it (every replica restarting just before the
     # outage makes the last list older than the outage).
@@ -634,12 +645,12 @@ def oracle(st):
     allowed = set()
     for first, close in events:
         due |= due_at(first + STALE_AFTER + POLL + 1)
-        allowed |= set(range(first + STALE_AFTER - POLL, min(close + POLL + KEEP + 2, MINUTES)))
+        allowed |= set(range(first + STALE_AFTER - POLL, min(close + POLL + KEEP + 2, minutes)))
     out.append(({"kind": "", "asset": "", "family": "stale"}, due, allowed, len(events)))
     return out
 
 
-def window(labels, family, events, pages, seen, due_at):
+def window(labels, family, events, pages, seen, due_at, minutes):
     due = set()
     allowed = set()
     for opens, visible, close in events:
@@ -648,12 +659,12 @@ def window(labels, family, events, pages, seen, due_at):
         # The count's page waits 2 minutes for a report and for every replica to see the
         # change: a poll and three minutes during which the exporter can see the API.
         deadline, seeing = visible, 0
-        while deadline < MINUTES and seeing < POLL + 3:
+        while deadline < minutes and seeing < POLL + 3:
             seeing += seen(deadline) == deadline
             deadline += 1
         if deadline < close:
             due |= due_at(deadline)
-        allowed |= set(range(opens, min(close + POLL + 4 + 1, MINUTES)))
+        allowed |= set(range(opens, min(close + POLL + 4 + 1, minutes)))
     return ({**labels, "family": family}, due, allowed, pages)
 
 
@@ -675,7 +686,9 @@ CHECKS = {
 
 
 def test_file(stories, rules, receiver, comment="", trace=0):
-    """`rules`: the alerts' files (the batches' subset, or alerts.yml and rules.yml)."""
+    """`rules`: the alerts' files (the batches' subset, or alerts.yml and rules.yml). The
+    stories are all of one length."""
+    (minutes,) = {st.minutes for st in stories}
     groups = ("reputation.pages", "reputation.alerts", "story.receiver")
     lines = [comment] if comment else []
     lines += ["rule_files:"] + [f"  - {r}" for r in rules] + [
@@ -696,10 +709,10 @@ def test_file(stories, rules, receiver, comment="", trace=0):
     lines.append("    promql_expr_test:")
     for name, expr in CHECKS.items():
         lines.append(f"      # {name}")
-        lines.append(f"      - expr: '{expr.format(T=MINUTES)}'")
-        lines.append(f"        eval_time: {MINUTES - 1}m")
+        lines.append(f"      - expr: '{expr.format(T=minutes)}'")
+        lines.append(f"        eval_time: {minutes - 1}m")
         lines.append("        exp_samples: []")
-    for minute in range(0, MINUTES, trace) if trace else ():
+    for minute in range(0, minutes, trace) if trace else ():
         # --trace: what fires every `trace` minutes, printed as failures.
         lines.append("      - expr: 'ALERTS{alertstate=\"firing\"}'")
         lines.append(f"        eval_time: {minute}m")
@@ -765,7 +778,7 @@ def run_batch(stories, workdir, rules, promtool):
     return failures, done.stdout
 
 
-def print_trace(path, promtool, every):
+def print_trace(path, promtool, every, minutes):
     """The firing alerts of a --trace file: each minute at which what fires changes."""
     done = subprocess.run([promtool, "test", "rules", path], capture_output=True, text=True)
     output = (done.stdout + done.stderr).splitlines()
@@ -785,7 +798,7 @@ def print_trace(path, promtool, every):
             firing[minute] = "; ".join(found)
             minute = None
     previous = ""
-    for m in range(0, MINUTES, every):
+    for m in range(0, minutes, every):
         if firing.get(m, "") != previous:
             print(f"  {m:>5}: {firing.get(m, '(nothing)')}")
         previous = firing.get(m, "")
@@ -841,11 +854,16 @@ def main():
                 f.write(test_file([st], [rel(RULES), rel(RECORDING)], rel(RECEIVER), comment, trace=args.trace))
             print(f"written: {path}")
             if args.trace:
-                print_trace(path, args.promtool, args.trace)
+                print_trace(path, args.promtool, args.trace, st.minutes)
         return 0
 
     seeds = list(range(args.seed, args.seed + args.stories))
-    batches = [[story(s, args.hidden_changes) for s in seeds[i : i + args.batch]] for i in range(0, len(seeds), args.batch)]
+    # A batch's stories are of one length (promtool evaluates them over one time range).
+    by_length = {}
+    for s in seeds:
+        st = story(s, args.hidden_changes)
+        by_length.setdefault(st.minutes, []).append(st)
+    batches = [group[i : i + args.batch] for group in by_length.values() for i in range(0, len(group), args.batch)]
     failed = {}
     with tempfile.TemporaryDirectory() as workdir, ThreadPoolExecutor(args.jobs) as pool:
         rules = checked_rules(workdir)
