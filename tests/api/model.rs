@@ -5,7 +5,10 @@
 //! an hour, the API checking each asset hourly, warm and cold restarts, API outages past
 //! max_age, failing reports. Each minute's scrape must serve each asset's list count, the
 //! number of listings its report names and when its report says the count rose exactly as the
-//! model says, so that the stories' model cannot drift from what it models.
+//! model says, so that the stories' model cannot drift from what it models. The stories leave
+//! out a warm restart within `metrics.max_age` of an outage's start: the state store dates what
+//! it keeps by the wall clock, which the paused clock leaves behind, so a list read back would
+//! be taken for fresher or staler than it is (seed 626 of `stories.py` is such a story).
 
 use std::path::PathBuf;
 use std::time::Duration;
