@@ -112,9 +112,17 @@ impl Latest {
         self.cycles.subscribe()
     }
 
-    /// Completes once the first list poll cycle has ended.
-    pub async fn first_cycle(&self) {
-        let _ = self.cycles.subscribe().wait_for(|n| *n > 0).await;
+    /// Completes once a list poll cycle has ended with a list served, in it or before: both
+    /// lists have had their poll, and at least one of them is there.
+    pub async fn served_cycle(&self) {
+        let mut cycles = self.cycles.subscribe();
+        let mut ended = 0;
+        while let Ok(n) = cycles.wait_for(|n| *n > ended).await {
+            ended = *n;
+            if self.current().ready {
+                return;
+            }
+        }
     }
 
     /// A receiver of every snapshot published from now on, starting with the current one.
@@ -353,18 +361,33 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn the_first_cycle_completes_only_once_a_poll_cycle_has_ended() {
+    async fn a_served_cycle_is_the_first_to_end_with_a_list_served() {
         let latest = Latest::new(Duration::from_secs(60), Duration::from_secs(60), 1);
         let waiting = tokio::spawn({
             let latest = latest.clone();
-            async move { latest.first_cycle().await }
+            async move { latest.served_cycle().await }
         });
         tokio::task::yield_now().await;
         assert!(!waiting.is_finished(), "done before any cycle ended");
+        // A cycle in which no list answered (a start during an API outage).
+        latest.cycle_ended();
+        tokio::task::yield_now().await;
+        assert!(
+            !waiting.is_finished(),
+            "done after a cycle that served nothing"
+        );
+        // One list arrives; the cycle goes on until the other has had its poll.
+        latest.replace(
+            Kind::Ip,
+            ListPart::new(Kind::Ip, AssetSet::default()),
+            Instant::now(),
+        );
+        tokio::task::yield_now().await;
+        assert!(!waiting.is_finished(), "done before the cycle ended");
         latest.cycle_ended();
         tokio::time::timeout(Duration::from_secs(5), waiting)
             .await
-            .expect("done after a cycle ended")
+            .expect("done after a cycle that served a list")
             .unwrap();
     }
 

@@ -171,9 +171,10 @@ impl ReportPoller {
         tokio::join!(self.rounds(), self.follow_ups());
     }
 
-    /// Rounds forever, the first once the first poll of both lists has ended with at least
-    /// one of them served (a list arriving before the other must not leave the other's assets
-    /// out of the first round, which would delay their reports by a whole interval).
+    /// Rounds forever, the first once a poll of both lists has ended with at least one list
+    /// served, ever (a list arriving before the other must not leave the other's assets out of
+    /// the first round, which would delay their reports by a whole interval; after a cold start
+    /// in an API outage, that is the first poll the API answers, not the first poll).
     async fn rounds(&self) {
         // The first round at full concurrency: its series matter most right after a start.
         let mut spread = false;
@@ -196,13 +197,7 @@ impl ReportPoller {
                     floor = started + self.interval;
                 }
             }
-            First::Burst => {
-                let mut snapshots = self.account.latest.subscribe();
-                self.account.latest.first_cycle().await;
-                if snapshots.wait_for(|s| s.ready).await.is_err() {
-                    return;
-                }
-            }
+            First::Burst => self.account.latest.served_cycle().await,
         }
         loop {
             let started = Instant::now();
