@@ -7,7 +7,7 @@
 use super::Rendered;
 use super::piece::Piece;
 use super::{Family, MetricType, SampleWriter};
-use crate::model::{Asset, Report, Reports};
+use crate::model::{Asset, Blacklisting, Blacklistings, Report, Reports};
 use crate::vocabulary::{Kind, SndsColour};
 
 /// One per-asset metric family.
@@ -46,9 +46,17 @@ pub struct Samples<'a> {
     family: &'a AssetFamily,
     kind: &'a str,
     asset: &'a str,
+    /// What the asset's list says of the blacklistings, where a report family is written.
+    blacklistings: Option<&'a Blacklistings>,
 }
 
 impl Samples<'_> {
+    /// What the asset's list says of its blacklisting count and change (a report family's).
+    fn listed(&self) -> Blacklisting {
+        self.blacklistings
+            .map_or(Blacklisting::UNLISTED, |said| said.of(self.asset))
+    }
+
     /// One sample, or none for `None`.
     #[inline]
     fn value(&mut self, value: Option<f64>) {
@@ -281,11 +289,15 @@ pub const BLACKLISTINGS_ROSE: AssetFamily = family(
     "reputation_blacklistings_rise_timestamp_seconds",
     MetricType::Gauge,
     None,
-    Source::Report(|r, s| s.value(r.blacklistings_rose)),
+    Source::Report(|r, s| {
+        let rose = r.blacklistings_rose.and_then(|_| r.rise_as_of(s.listed()));
+        s.value(rose);
+    }),
     "Unix time of the newest entry of the asset report's blacklisted_history, only while it \
      counts more blacklists than the entry before it: the API check at which the count rose, \
-     while that rise is the newest change. Refreshed every asset_reports.interval, and at once \
-     when the list's blacklisted count or its change differs from the report's.",
+     while that rise is the newest change. Not while the list's blacklisted count or its \
+     change differs from the report's: the report is then fetched at once, and its rise dates \
+     an older check. Refreshed every asset_reports.interval.",
 );
 
 /// `reputation_asset_tag_info`.
@@ -357,6 +369,8 @@ pub struct ListSamples<'a> {
     pub names: &'a [Box<str>],
     /// The chunks of each family of [`list_families`].
     pub samples: &'a [Vec<Piece>],
+    /// What the list says of its assets' blacklistings.
+    pub blacklistings: &'a Blacklistings,
 }
 
 /// Renders a list's assets one after another, as they arrive: one buffer per family of
@@ -388,6 +402,7 @@ impl ListRenderer {
                 family,
                 kind,
                 asset: &asset.name,
+                blacklistings: None,
             };
             write(asset, &mut samples);
         }
@@ -429,13 +444,13 @@ fn render_reports(list: &ListSamples<'_>, reports: &Reports) -> Vec<Vec<Piece>> 
     let threads = std::thread::available_parallelism().map_or(1, usize::from);
     let parts = (list.names.len() / PART_MIN).clamp(1, threads);
     if parts == 1 {
-        return render_reports_of(list.kind, list.names, reports);
+        return render_reports_of(list, list.names, reports);
     }
     let rendered: Vec<Vec<Vec<Piece>>> = std::thread::scope(|scope| {
         let handles: Vec<_> = list
             .names
             .chunks(list.names.len().div_ceil(parts))
-            .map(|names| scope.spawn(move || render_reports_of(list.kind, names, reports)))
+            .map(|names| scope.spawn(move || render_reports_of(list, names, reports)))
             .collect();
         handles
             .into_iter()
@@ -457,7 +472,12 @@ fn render_reports(list: &ListSamples<'_>, reports: &Reports) -> Vec<Vec<Piece>> 
 }
 
 /// [`render_reports`] of these assets, on this thread.
-fn render_reports_of(kind: Kind, names: &[Box<str>], reports: &Reports) -> Vec<Vec<Piece>> {
+fn render_reports_of(
+    list: &ListSamples<'_>,
+    names: &[Box<str>],
+    reports: &Reports,
+) -> Vec<Vec<Piece>> {
+    let kind = list.kind;
     let mut writer = SampleWriter::default();
     for family in &FAMILIES {
         let Source::Report(write) = family.source else {
@@ -473,6 +493,7 @@ fn render_reports_of(kind: Kind, names: &[Box<str>], reports: &Reports) -> Vec<V
                     family,
                     kind: kind.label(),
                     asset: name,
+                    blacklistings: Some(list.blacklistings),
                 };
                 write(report, &mut samples);
             }
@@ -549,6 +570,72 @@ mod tests {
         }
     }
 
+    /// What a list of `assets` says of their blacklistings.
+    fn said(assets: &[Asset]) -> Blacklistings {
+        let mut said = Blacklistings::default();
+        for asset in assets {
+            said.note(&asset.name, asset.blacklisting());
+        }
+        said
+    }
+
+    /// The value of the one sample of `family` in a body rendered from `assets` and one report
+    /// of the first of them, if there is one.
+    fn reported(assets: &[Asset], report: Report, family: &str) -> Option<String> {
+        let names: Vec<Box<str>> = assets.iter().map(|a| a.name.as_str().into()).collect();
+        let mut reports = Reports::default();
+        let now = tokio::time::Instant::now();
+        reports.set(assets[0].kind, assets[0].name.clone(), report, now);
+        let samples = render_list(assets);
+        let blacklistings = said(assets);
+        let list = ListSamples {
+            kind: assets[0].kind,
+            names: &names,
+            samples: &samples,
+            blacklistings: &blacklistings,
+        };
+        let body = String::from_utf8(render(&[list], Some(&reports)).to_vec(Format::Text)).unwrap();
+        let prefix = format!("{family}{{");
+        let line = body.lines().find(|l| l.starts_with(&prefix))?;
+        Some(line.rsplit(' ').next()?.to_owned())
+    }
+
+    #[test]
+    fn a_report_behind_its_list_serves_no_rise() {
+        let rose = |count: f64, change: f64| Report {
+            blacklistings_rose: Some(1_699_990_000.0),
+            blacklisting: Blacklisting {
+                count: Some(count),
+                change: Some(change),
+            },
+            named: 1,
+            ..Report::default()
+        };
+        let family = BLACKLISTINGS_ROSE.family.name;
+        let mut listed = asset();
+        // The list says what the report says: the report's rise is the newest.
+        (listed.blacklistings, listed.blacklistings_change) = (Some(1.0), Some(1.0));
+        let served = reported(std::slice::from_ref(&listed), rose(1.0, 1.0), family);
+        assert_eq!(served.as_deref(), Some("1699990000"));
+        // A later check counts another listing: the report dates the earlier rise, not this one.
+        (listed.blacklistings, listed.blacklistings_change) = (Some(2.0), Some(1.0));
+        let served = reported(std::slice::from_ref(&listed), rose(1.0, 1.0), family);
+        assert_eq!(served, None);
+        // The same count, no longer changing: no rise is the newest change.
+        (listed.blacklistings, listed.blacklistings_change) = (Some(1.0), Some(0.0));
+        let served = reported(std::slice::from_ref(&listed), rose(1.0, 1.0), family);
+        assert_eq!(served, None);
+        // The rest of the report is served as it is: it names what it names.
+        let named = BLACKLISTINGS_NAMED.family.name;
+        let served = reported(std::slice::from_ref(&listed), rose(1.0, 1.0), named);
+        assert_eq!(served.as_deref(), Some("1"));
+        // Delisted since, and at 0 for more than one check: a list keeps nothing of such an
+        // asset, and the report is behind it all the same.
+        (listed.blacklistings, listed.blacklistings_change) = (Some(0.0), Some(0.0));
+        let served = reported(std::slice::from_ref(&listed), rose(1.0, 1.0), family);
+        assert_eq!(served, None);
+    }
+
     /// Each sample line of the body as (name, label names, label value of the family's own
     /// label).
     fn lines(body: &str) -> Vec<(String, Vec<String>, String)> {
@@ -586,14 +673,17 @@ mod tests {
                 named: 1,
                 senderscore_updated: Some(1_700_000_001.0),
                 blacklistings_rose: Some(1_699_990_000.0),
+                blacklisting: assets[0].blacklisting(),
                 ..Report::default()
             },
             tokio::time::Instant::now(),
         );
+        let blacklistings = said(&assets);
         let list = ListSamples {
             kind: Kind::Ip,
             names: &names,
             samples: &samples,
+            blacklistings: &blacklistings,
         };
         let body = String::from_utf8(render(&[list], Some(&reports)).to_vec(Format::Text)).unwrap();
         let lines = lines(&body);
@@ -646,10 +736,12 @@ mod tests {
         let samples = render_list(&assets);
         assert_eq!(samples.len(), list_families().count());
         let names: Vec<Box<str>> = vec!["192.0.2.1".into()];
+        let blacklistings = said(&assets);
         let list = ListSamples {
             kind: Kind::Ip,
             names: &names,
             samples: &samples,
+            blacklistings: &blacklistings,
         };
         let body = String::from_utf8(render(&[list], None).to_vec(Format::Text)).unwrap();
         for family in &FAMILIES {

@@ -6,4 +6,6 @@ pub mod report;
 
 pub use crate::vocabulary::Unrecognized;
 pub use asset::{Asset, AssetDecoder, AssetSet, AssetSink, DecodedAssets, worst_first};
-pub use report::{Blacklisting, CurrentListing, Listing, NEWEST_SHOWN, Report, Reports};
+pub use report::{
+    Blacklisting, Blacklistings, CurrentListing, Listing, NEWEST_SHOWN, Report, Reports,
+};

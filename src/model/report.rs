@@ -47,6 +47,12 @@ pub struct Blacklisting {
 }
 
 impl Blacklisting {
+    /// Listed nowhere, and no change at the last check: what most assets of a list say.
+    pub const UNLISTED: Blacklisting = Blacklisting {
+        count: Some(0.0),
+        change: Some(0.0),
+    };
+
     /// The values of a list item or report: numbers as they are, booleans as 1 and 0, anything
     /// else as no value (the list counts those where it maps them).
     pub fn of(count: &Loose, change: &Loose) -> Blacklisting {
@@ -59,6 +65,26 @@ impl Blacklisting {
             count: number(count),
             change: number(change),
         }
+    }
+}
+
+/// What one list says of its assets' blacklisting counts and changes, kept for the assets that
+/// are not [`Blacklisting::UNLISTED`] (a list's few listed or changed ones), so that a report
+/// can be told behind its list long after the list's assets are rendered and dropped.
+#[derive(Debug, Clone, Default)]
+pub struct Blacklistings(HashMap<Box<str>, Blacklisting>);
+
+impl Blacklistings {
+    /// Notes what the list says of the asset `name`.
+    pub fn note(&mut self, name: &str, said: Blacklisting) {
+        if said != Blacklisting::UNLISTED {
+            self.0.insert(name.into(), said);
+        }
+    }
+
+    /// What the list says of the asset `name`.
+    pub fn of(&self, name: &str) -> Blacklisting {
+        self.0.get(name).copied().unwrap_or(Blacklisting::UNLISTED)
     }
 }
 
@@ -247,6 +273,20 @@ impl Listing {
 }
 
 impl Report {
+    /// Whether the list, saying `listed` of the asset, has moved on from this report: its
+    /// count or change differs from the report's. The report that follows the list is asked
+    /// for; until it comes, this one tells of an older check.
+    pub fn is_behind(&self, listed: Blacklisting) -> bool {
+        self.blacklisting != listed
+    }
+
+    /// When the count rose ([`Report::blacklistings_rose`]), only while the report is not
+    /// behind the list saying `listed`: a report behind its list dates an earlier rise, or none,
+    /// and the rules would take that date for the rise the list now shows.
+    pub fn rise_as_of(&self, listed: Blacklisting) -> Option<f64> {
+        self.blacklistings_rose.filter(|_| !self.is_behind(listed))
+    }
+
     /// Maps the decoded report of the asset `name`; dates that do not parse, and tags past
     /// `max_labels` or over 1 KiB, are reported and skipped.
     pub fn from_dto(

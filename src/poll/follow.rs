@@ -190,7 +190,7 @@ impl<S: AssetSink> AssetSink for Following<S> {
         {
             let listed = asset.blacklisting();
             let behind = match reports.get(asset.kind, &asset.name) {
-                Some(report) => report.blacklisting != listed,
+                Some(report) => report.is_behind(listed),
                 // No report (yet, or the API did not give one): only a listing or a change
                 // is worth a request ahead of the round.
                 None => {

@@ -5,7 +5,7 @@ use std::ops::Range;
 
 use crate::exposition::assets::{ListRenderer, ListSamples};
 use crate::exposition::piece::Piece;
-use crate::model::{Asset, AssetSet, AssetSink, worst_first};
+use crate::model::{Asset, AssetSet, AssetSink, Blacklistings, worst_first};
 use crate::vocabulary::{Kind, SndsColour, shard_of};
 
 /// Assets of each list kept for the landing page, worst first.
@@ -36,6 +36,9 @@ pub struct ListPart {
     /// The assets the list shows listed (a blacklisting count above 0): whose reports are
     /// fetched by default.
     pub listed: Vec<Box<str>>,
+    /// What the list says of the blacklisting of its listed or changed assets: whether their
+    /// reports are behind it.
+    pub blacklistings: Blacklistings,
 }
 
 /// One shard of a list.
@@ -106,6 +109,7 @@ impl ListPart {
             kind: self.kind,
             names: &self.names[shard.names.clone()],
             samples: &shard.samples,
+            blacklistings: &self.blacklistings,
         }
     }
 }
@@ -120,6 +124,7 @@ pub struct ListBuilder {
     summary: Summary,
     /// The assets listed, as [`ListPart::listed`].
     listed: Vec<Box<str>>,
+    blacklistings: Blacklistings,
     /// The worst assets so far: sorted up to [`WORST_KEPT`] after a prune, then those worse
     /// than the last of them; pruned again when twice as many.
     worst: Vec<Asset>,
@@ -145,6 +150,7 @@ impl ListBuilder {
                 .collect(),
             summary: Summary::default(),
             listed: Vec::new(),
+            blacklistings: Blacklistings::default(),
             worst: Vec::new(),
             pruned: false,
             written: 0,
@@ -190,6 +196,7 @@ impl ListBuilder {
             worst: self.worst,
             summary: self.summary,
             listed: self.listed,
+            blacklistings: self.blacklistings,
         }
     }
 }
@@ -215,6 +222,7 @@ impl AssetSink for ListBuilder {
         if asset.blacklistings.is_some_and(|n| n > 0.0) {
             self.listed.push(asset.name.as_str().into());
         }
+        self.blacklistings.note(&asset.name, asset.blacklisting());
         let candidate = !self.pruned || worst_first(&asset, &self.worst[WORST_KEPT - 1]).is_lt();
         if candidate {
             shard.names.push(asset.name.as_str().into());
