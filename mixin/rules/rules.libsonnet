@@ -283,18 +283,37 @@
           // list's poll explains it, until the report that follows the list dates it; but not
           // a rise whose page already stands (replicas back from a cold start serve no date
           // until their reports come, and a listing named before the rise explains nothing).
+          // Neither does a listing begun after the rules first saw the rise (first_seen below),
+          // in the count of listings named or in those begun since.
           seen('reputation_blacklistings_change', rise),
+          // The list's count where a current replica sees a rise (the highest any current
+          // replica serves), and when the rules first saw that count rising: the lists that
+          // showed the rise were polled by then, so the API check that counted it was too,
+          // and a listing begun later is not part of it. A count that changes (a later
+          // check's rise), or a minute without a rise, starts it again (never earlier than
+          // the truth: a restart or a missed scrape makes it later, and looser).
+          {
+            record: 'asset:reputation_blacklistings:rising',
+            expr: 'max without (%s) (%s) and on (%s) %s' % [c.replicaLabel, current('reputation_blacklistings{%s} > 0' % c.selector), asset, rec('asset:reputation_blacklistings_change:seen')],
+          },
+          {
+            record: 'asset:reputation_blacklistings_change:first_seen',
+            local rising = rec('asset:reputation_blacklistings:rising'),
+            expr: '%s offset 1m and on (%s) (%s == %s offset 1m)\nor\n%s * 0 + time()' % [rec(self.record), asset, rising, rising, rising],
+          },
           {
             record: 'asset:reputation_blacklistings_change:unnamed',
             expr: held(
               self.record,
-              '%(every)s\nunless on (%(asset)s)\n(max without (%(r)s) (%(named)s) >= max without (%(r)s) (%(count)s)\nor count without (blacklist) (%(recent)s) >= max without (%(r)s) (%(change)s))' % {
+              '%(every)s\nunless on (%(asset)s)\n(%(named)s - (count without (blacklist) (%(since)s > on (%(asset)s) group_left %(seen)s) or %(named)s * 0) >= %(count)s\nor count without (blacklist) ((%(recent)s) <= on (%(asset)s) group_left %(seen)s) >= max without (%(r)s) (%(change)s))' % {
                 r: c.replicaLabel,
                 asset: asset,
                 every: everySees('reputation_blacklistings_change', 'asset:reputation_blacklistings_change:unnamed'),
                 change: current(rise),
+                seen: rec('asset:reputation_blacklistings_change:first_seen'),
+                since: rec('asset_blacklist:reputation_blacklist_listed_since:new'),
                 named: rec('asset:reputation_blacklistings_named:max'),
-                count: current('reputation_blacklistings{%s} > 0' % c.selector),
+                count: rec('asset:reputation_blacklistings:rising'),
                 // Begun since the API check before the rise, where a current report dates
                 // the rise; else in the two API check intervals before the list's poll.
                 recent: '%(since)s > on (%(asset)s) group_left max without (%(r)s) (%(rise)s) - %(check)d\nor\n(%(since)s > on (job, %(a)s) group_left max by (job, %(a)s) (%(current)s) - %(checks)d\nunless on (%(asset)s) (%(rise)s)\nunless on (%(asset)s) %(unnamed)s offset 1m)' % {
