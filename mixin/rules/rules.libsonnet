@@ -303,6 +303,7 @@
           },
           {
             record: 'asset:reputation_blacklistings_change:unnamed',
+            local since = rec('asset_blacklist:reputation_blacklist_listed_since:new'),
             expr: held(
               self.record,
               '%(every)s\nunless on (%(asset)s)\n(%(named)s - (count without (blacklist) (%(since)s > on (%(asset)s) group_left %(seen)s) or %(named)s * 0) >= %(count)s\nor count without (blacklist) ((%(recent)s) <= on (%(asset)s) group_left %(seen)s) >= max without (%(r)s) (%(change)s))' % {
@@ -311,13 +312,13 @@
                 every: everySees('reputation_blacklistings_change', 'asset:reputation_blacklistings_change:unnamed'),
                 change: current(rise),
                 seen: rec('asset:reputation_blacklistings_change:first_seen'),
-                since: rec('asset_blacklist:reputation_blacklist_listed_since:new'),
+                since: since,
                 named: rec('asset:reputation_blacklistings_named:max'),
                 count: rec('asset:reputation_blacklistings:rising'),
                 // Begun since the API check before the rise, where a current report dates
                 // the rise; else in the two API check intervals before the list's poll.
                 recent: '%(since)s > on (%(asset)s) group_left max without (%(r)s) (%(rise)s) - %(check)d\nor\n(%(since)s > on (job, %(a)s) group_left max by (job, %(a)s) (%(current)s) - %(checks)d\nunless on (%(asset)s) (%(rise)s)\nunless on (%(asset)s) %(unnamed)s offset 1m)' % {
-                  since: rec('asset_blacklist:reputation_blacklist_listed_since:new'),
+                  since: since,
                   asset: asset,
                   r: c.replicaLabel,
                   rise: current('reputation_blacklistings_rise_timestamp_seconds{%s}' % c.selector),
