@@ -284,8 +284,15 @@
           // a rise whose page already stands (replicas back from a cold start serve no date
           // until their reports come, and a listing named before the rise explains nothing).
           // Neither does a listing begun after the rules first saw the rise (first_seen below),
-          // in the count of listings named or in those begun since.
+          // in the count of listings named or in those begun since. Its value is the rise.
           seen('reputation_blacklistings_change', rise),
+          // How many blacklists the rise added (the most any current replica saw), where one
+          // did: the count's page says it, and the rules below read it, not every replica's
+          // change again.
+          {
+            record: 'asset:reputation_blacklistings_change:max',
+            expr: 'max without (%s) (%s)' % [c.replicaLabel, current(rise)],
+          },
           // The list's count where a current replica sees a rise (the highest any current
           // replica serves), and when the rules first saw that count rising: the lists that
           // showed the rise were polled by then, so the API check that counted it was too,
@@ -306,11 +313,11 @@
             local since = rec('asset_blacklist:reputation_blacklist_listed_since:new'),
             expr: held(
               self.record,
-              '%(every)s\nunless on (%(asset)s)\n(%(named)s - (count without (blacklist) (%(since)s > on (%(asset)s) group_left %(seen)s) or %(named)s * 0) >= %(count)s\nor count without (blacklist) ((%(recent)s) <= on (%(asset)s) group_left %(seen)s) >= max without (%(r)s) (%(change)s))' % {
+              '%(rise)s and on (%(asset)s) %(every)s\nunless on (%(asset)s)\n(%(named)s - (count without (blacklist) (%(since)s > on (%(asset)s) group_left %(seen)s) or %(named)s * 0) >= %(count)s\nor count without (blacklist) ((%(recent)s) <= on (%(asset)s) group_left %(seen)s) >= %(rise)s)' % {
                 r: c.replicaLabel,
                 asset: asset,
                 every: everySees('reputation_blacklistings_change', 'asset:reputation_blacklistings_change:unnamed'),
-                change: current(rise),
+                rise: rec('asset:reputation_blacklistings_change:max'),
                 seen: rec('asset:reputation_blacklistings_change:first_seen'),
                 since: since,
                 named: rec('asset:reputation_blacklistings_named:max'),

@@ -537,8 +537,9 @@ def oracle(st, views):
         return m
 
     def all_seen(m):
-        """The minute by which every replica that can has polled since `m`."""
-        return seen(m) + POLL
+        """The minute by which every replica that can has polled since `m`, and some replica
+        has (an outage that begins before any poll after `m` delays it to the first after)."""
+        return max(seen(m) + POLL, next((p for p in range(m, minutes) if polled(p)), minutes))
 
     def due_at(minute):
         m = minute + 1  # story:open reads ALERTS a minute back
@@ -624,8 +625,16 @@ def oracle(st, views):
             else:
                 counted.add(first)
         # The count's page: one per run of checks that each show a rise (it stays open from the
-        # first rise to the first check without one, however many listings rose the count).
-        pages += sum(1 for c in counted if c - CHECK not in counted)
+        # first rise to the first check without one, however many listings rose the count). A
+        # check no replica polls before the next one (an outage, restarts) shows nothing, so it
+        # does not end a run.
+        def run_begins(c):
+            k = c - CHECK
+            while k > c - minutes and k not in counted and not any(polled(m) for m in range(max(k, 0), min(k + CHECK, minutes))):
+                k -= CHECK
+            return k not in counted
+
+        pages += sum(1 for c in counted if run_begins(c))
         out.append(window(a.labels, "listing", events, pages, seen, due_at, minutes))
         if a.checked_until is not None and not reported:
             # The API stopped checking the asset weeks ago and no replica reports on it: nothing
