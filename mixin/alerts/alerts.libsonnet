@@ -192,7 +192,7 @@
           alert(
             'ReputationDataStale',
             'critical',
-            rec('account:reputation_last_success_age_seconds:stale'),
+            '%s > %d' % [rec('account:reputation_last_success_age_seconds:max'), c.staleAfterSeconds],
             'Reputation data is stale.',
             'No replica has polled the lists of %s for {{ $value | humanizeDuration }}; past metrics.max_age the asset series are dropped and no new listing can page. The pages already open stay open until the data is back.' % who,
             pendingFor(c.staleFor),

@@ -383,11 +383,6 @@
               rec(name),
             ],
           },
-          // That age past staleAfterSeconds.
-          {
-            record: 'account:reputation_last_success_age_seconds:stale',
-            expr: '%s > %d' % [rec('account:reputation_last_success_age_seconds:max'), c.staleAfterSeconds],
-          },
         ],
       },
       // What changed lately, at most changesKept of each per account: the dashboard's tables of
