@@ -91,12 +91,12 @@ compressed_rules() {
     mkdir -p "$1"
     sed -E -e 's/^( +for: ).*/\1"20s"/' -e "s/^( +keep_firing_for: ).*/\\1\"${keep}s\"/" \
         -e "s/^( +(- )?interval: )\"5m\"/\\1\"${poll}s\"/" \
+        -e 's/age_seconds:max\{job=\\"reputation\\"\} > 2700"/age_seconds:max{job=\\"reputation\\"} > 30"/' \
         deploy/prometheus/alerts.yml >"$1/alerts.yml"
     sed -e "s/interval: \"5m\"/interval: \"${poll}s\"/" -e "s/offset 1m/offset ${evaluation}s/g" \
         -e "s/offset ${evaluation}s + 60\"/offset ${evaluation}s + ${evaluation}\"/" \
-        -e 's/age_seconds:max{job=\\"reputation\\"} > 2700"/age_seconds:max{job=\\"reputation\\"} > 30"/' \
         deploy/prometheus/rules.yml >"$1/rules.yml"
-    grep -q 'age_seconds:max{job=\\"reputation\\"} > 30"' "$1/rules.yml" || fail "ReputationDataStale's threshold was not shortened"
+    grep -q 'age_seconds:max{job=\\"reputation\\"} > 30"' "$1/alerts.yml" || fail "ReputationDataStale's threshold was not shortened"
     grep -q "interval: \"${poll}s\"" "$1/rules.yml" || fail "the recording rules' interval was not shortened"
     ! grep -q "offset 1m" "$1/rules.yml" || fail "the pages' rules still read back a minute"
 }
