@@ -28,7 +28,8 @@ story at once (each its own account):
               to its end as the exporter sees it, plus a poll and four minutes): no page
               without an event, no old news, every end closed;
   pages       each event pages exactly once (a listing: one alert, named when a report can
-              name it), whatever restarts, rollouts, outages and replicas that disagree;
+              name it), whatever restarts, rollouts, outages and replicas that disagree (a
+              page due after the story ends may count or not);
   lost        no resolution is swallowed by an inhibition.
 
 Stories run in batches of one length, one promtool test file each, on every core. A story
@@ -446,7 +447,8 @@ def timeline(st):
         lab = {**job, **labels}
         t.add("story_due", lab, [1 if m in due else GONE for m in range(minutes)])
         t.add("story_allowed", lab, [1 if m in allowed else GONE for m in range(minutes)])
-        t.add("story_pages", lab, [pages] * minutes)
+        t.add("story_pages", lab, [pages[0]] * minutes)
+        t.add("story_pages_max", lab, [pages[1]] * minutes)
     return t
 
 
@@ -585,7 +587,8 @@ def oracle(st, views):
         # Listings: each is one event while it is new (younger than 12 hours) and visible at a
         # check the API made; a listing no report can name pages as the list's count.
         events = []  # (may open from, visible at the API's check, closes by)
-        pages = 0
+        pages = []  # (may open from, visible from) of each page of its own
+        late = []  # (begun, first check, named at) of the listings a report names after their check
         counted = set()
         installed = -((-st.check_phase) % CHECK)  # the API's last check before minute 0
         for b, s, e in [(b, s, e) for b, s, e in a.listings] + [(None, s, e) for s, e in a.unnamed]:
@@ -620,10 +623,12 @@ def oracle(st, views):
             # A report names a listing from its start (a round may fetch it before the list's
             # check counts it); the list's count shows it from that check.
             events.append((max(s if named else first, 0), max(visible, 0), close))
-            if named:
-                pages += 1
-            else:
+            if not named:
                 counted.add(first)
+            elif rises and named_at > first:
+                late.append((s, first, named_at))
+            else:
+                pages.append((named_at, max(visible, 0)))
         # The count's page: one per run of checks that each show a rise (it stays open from the
         # first rise to the first check without one, however many listings rose the count). A
         # check no replica polls before the next one (an outage, restarts) shows nothing, so it
@@ -634,13 +639,28 @@ def oracle(st, views):
                 k -= CHECK
             return k not in counted
 
-        pages += sum(1 for c in counted if run_begins(c))
-        out.append(window(a.labels, "listing", events, pages, seen, due_at, minutes))
+        runs = {c for c in counted if run_begins(c)}
+        pages += [(max(c, 0), max(c, 0)) for c in runs]
+        lo, hi = page_count(pages, seen, minutes)
+        # A listing a report names after the check that counted it, at the first check of a run
+        # of the count's page (a listing no report names rose the count at that check too): the
+        # count's page takes the first begun of them for its own once the page is open before
+        # the report names it (it says "N more"), as it does for any listing named after it. Named
+        # after the page's deadline, it is the page's; before it, either.
+        taken = set()
+        for _, first, named_at in sorted(late):
+            l, h = page_count([(named_at, max(first, 0))], seen, minutes)
+            if first in runs and first not in taken:
+                taken.add(first)
+                l = 0
+                h = 0 if named_at >= page_deadline(first, seen, minutes) else h
+            lo, hi = lo + l, hi + h
+        out.append(window(a.labels, "listing", events, (lo, hi), seen, due_at, minutes))
         if a.checked_until is not None and not reported:
             # The API stopped checking the asset weeks ago and no replica reports on it: nothing
             # the exporter serves dates its last change, so a page for it is allowed, not due.
             for family in ("score", "snds"):
-                out.append(({**a.labels, "family": family}, set(), set(range(minutes)), -1))
+                out.append(({**a.labels, "family": family}, set(), set(range(minutes)), (-1, -1)))
             continue
         # Score drops and SNDS blocks: the change at the API's check, until its next check.
         for family, checks in (("score", a.drops), ("snds", [c for c, _ in a.blocks])):
@@ -649,7 +669,8 @@ def oracle(st, views):
                 if c < 0 or (a.checked_until is not None and c > a.checked_until):
                     continue
                 events.append((c, c, all_seen(c + CHECK)))
-            out.append(window(a.labels, family, events, len(events), seen, due_at, minutes))
+            counts = page_count([(c, c) for c, _, _ in events], seen, minutes)
+            out.append(window(a.labels, family, events, counts, seen, due_at, minutes))
     # The account's data stale: an outage past 45 minutes without a list, counted from the
     # last minute a replica could poll before it (every replica restarting just before the
     # outage makes the last list older than the outage).
@@ -665,8 +686,33 @@ def oracle(st, views):
     for first, close in events:
         due |= due_at(first + STALE_AFTER + POLL + 1)
         allowed |= set(range(first + STALE_AFTER - POLL, min(close + POLL + KEEP + 2, minutes)))
-    out.append(({"kind": "", "asset": "", "family": "stale"}, due, allowed, len(events)))
+    out.append(({"kind": "", "asset": "", "family": "stale"}, due, allowed, (len(events), len(events))))
     return out
+
+
+def page_deadline(visible, seen, minutes):
+    """The minute by which a change visible from `visible` must have paged: the count's page
+    waits 2 minutes for a report and for every replica to see the change, a poll and three
+    minutes during which the exporter can see the API."""
+    deadline, seeing = visible, 0
+    while deadline < minutes and seeing < POLL + 3:
+        seeing += seen(deadline) == deadline
+        deadline += 1
+    return deadline
+
+
+def page_count(pages, seen, minutes):
+    """The fewest and the most pages the receiver counts by the story's end, of `pages`, each
+    (may open from, visible from): one paged by its deadline counts; one that cannot open
+    before the last minute (the receiver counts an alert a minute after it fires) does not; one
+    in between may."""
+    lo = hi = 0
+    for opens, visible in pages:
+        if opens >= minutes - 1:
+            continue
+        hi += 1
+        lo += page_deadline(visible, seen, minutes) <= minutes - 3
+    return lo, hi
 
 
 def window(labels, family, events, pages, seen, due_at, minutes):
@@ -675,12 +721,7 @@ def window(labels, family, events, pages, seen, due_at, minutes):
     for opens, visible, close in events:
         if close <= visible:
             continue
-        # The count's page waits 2 minutes for a report and for every replica to see the
-        # change: a poll and three minutes during which the exporter can see the API.
-        deadline, seeing = visible, 0
-        while deadline < minutes and seeing < POLL + 3:
-            seeing += seen(deadline) == deadline
-            deadline += 1
+        deadline = page_deadline(visible, seen, minutes)
         if deadline < close:
             due |= due_at(deadline)
         allowed |= set(range(opens, min(close + POLL + 4 + 1, minutes)))
@@ -696,7 +737,8 @@ CHECKS = {
     "unexpected": "min_over_time(story:unexpected[{T}m])",
     "lost": "min_over_time(story:lost[{T}m])",
     "pages": (
-        "(sum_over_time(story:onsets[{T}m]) != on (job, account, kind, asset, family) (last_over_time(story_pages[{T}m]) >= 0))"
+        "(sum_over_time(story:onsets[{T}m]) < on (job, account, kind, asset, family) (last_over_time(story_pages[{T}m]) >= 0))"
+        " or (sum_over_time(story:onsets[{T}m]) > on (job, account, kind, asset, family) (last_over_time(story_pages_max[{T}m]) >= 0))"
         " or (sum_over_time(story:onsets[{T}m]) unless on (job, account, kind, asset, family) last_over_time(story_pages[{T}m]))"
         # (story_pages -1: any number of pages.)
         " or (last_over_time(story_pages[{T}m]) > 0 unless on (job, account, kind, asset, family) sum_over_time(story:onsets[{T}m]))"
