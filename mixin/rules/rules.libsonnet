@@ -59,6 +59,37 @@
   local drop = 'reputation_senderscore_change{%s} <= -%d' % [c.selector, c.senderScoreDrop],
   local block = 'reputation_snds_blocked_change{%s} > 0' % c.selector,
   local rise = 'reputation_blacklistings_change{%s} > 0' % c.selector,
+  // How many blacklists a rise added: the most any current replica saw.
+  local riseMax = 'max without (%s) (%s)' % [c.replicaLabel, rec('replica_asset:reputation_blacklistings_change:current')],
+  // When the rise was checked, by the newest report of the current replicas that see it
+  // (reputation_blacklistings_rise_timestamp_seconds): the date and the rise come from the
+  // same replicas, not a date of one that polled a later check with the change of another
+  // that has not yet.
+  local riseDate = 'max without (%(r)s) (reputation_blacklistings_rise_timestamp_seconds{%(s)s} and on (%(asset)s, %(r)s) (%(cur)s == on (%(asset)s) group_left %(max)s))' % {
+    r: c.replicaLabel,
+    s: c.selector,
+    asset: asset,
+    cur: rec('replica_asset:reputation_blacklistings_change:current'),
+    max: riseMax,
+  },
+  // The listings the pages hold that explain a rise: begun since the API check before it,
+  // where a current report dates it (riseDate); else in the two API check intervals before
+  // the list's poll (until the report that follows the list dates it, and not for a rise
+  // whose page already stands: replicas back from a cold start serve no date until their
+  // reports come). Not one begun after the rules first saw the rise (first_seen).
+  local explaining =
+    local since = rec('asset_blacklist:reputation_blacklist_listed_since:new');
+    '(%(since)s > on (%(asset)s) group_left %(date)s - %(check)d\nor\n(%(since)s > on (job, %(a)s) group_left max by (job, %(a)s) (%(current)s) - %(checks)d\nunless on (%(asset)s) %(date)s\nunless on (%(asset)s) %(unnamed)s offset 1m))\n<= on (%(asset)s) group_left %(seen)s' % {
+      since: since,
+      asset: asset,
+      date: riseDate,
+      check: c.apiCheckSeconds,
+      a: c.accountLabel,
+      current: rec('replica:reputation_last_success_timestamp_seconds:current'),
+      checks: 2 * c.apiCheckSeconds,
+      unnamed: rec('asset:reputation_blacklistings_change:unnamed'),
+      seen: rec('asset:reputation_blacklistings_change:first_seen'),
+    },
 
   prometheusRules+:: {
     groups+: [
@@ -271,27 +302,17 @@
               uncounted: uncounted,
             },
           },
-          // A rise of the list's count at the API's last check, once every current replica
-          // has seen it (the one that reports on the asset among them), that no report names:
-          // the report names fewer listings than the list counts, and fewer begun since the API
-          // check before the rise than the count rose by, of the listings the pages hold (so
-          // that a cold start of the replica reporting on the asset explains nothing away).
-          // The rise is dated by the newest current report whose count history ends in it
-          // (reputation_blacklistings_rise_timestamp_seconds): a listing begun at the check
-          // before, which paged then, explains nothing now. Without one (no current report has
-          // seen the rise yet), any listing begun in the two API check intervals before the
-          // list's poll explains it, until the report that follows the list dates it; but not
-          // a rise whose page already stands (replicas back from a cold start serve no date
-          // until their reports come, and a listing named before the rise explains nothing).
-          // Neither does a listing begun after the rules first saw the rise (first_seen below),
-          // in the count of listings named or in those begun since. Its value is the rise.
-          seen('reputation_blacklistings_change', rise),
-          // How many blacklists the rise added (the most any current replica saw), where one
-          // did: the count's page says it, and the rules below read it, not every replica's
-          // change again.
+          // Each current replica's rise, where it sees one: how many blacklists it added (the
+          // count's page says the most any current replica saw, `riseMax`), and which
+          // replicas' reports date it (`riseDate`). The rules below read it, not every
+          // replica's change again.
           {
-            record: 'asset:reputation_blacklistings_change:max',
-            expr: 'max without (%s) (%s)' % [c.replicaLabel, current(rise)],
+            record: 'replica_asset:reputation_blacklistings_change:current',
+            expr: current(rise),
+          },
+          {
+            record: 'asset:reputation_blacklistings_change:seen',
+            expr: 'count without (%s) (%s)' % [c.replicaLabel, rec('replica_asset:reputation_blacklistings_change:current')],
           },
           // The list's count where a current replica sees a rise (the highest any current
           // replica serves), and when the rules first saw that count rising: the lists that
@@ -308,33 +329,28 @@
             local rising = rec('asset:reputation_blacklistings:rising'),
             expr: '%s offset 1m and on (%s) (%s == %s offset 1m)\nor\n%s * 0 + time()' % [rec(self.record), asset, rising, rising, rising],
           },
+          // A rise of the list's count at the API's last check, once every current replica
+          // has seen it (the one that reports on the asset among them), that no report names:
+          // the report names fewer listings than the list counts, and fewer listings explain
+          // it (`explaining`: begun since the API check before the rise, and before the rules
+          // first saw it) than the count rose by, of the listings the pages hold (so that a
+          // cold start of the replica reporting on the asset explains nothing away). A listing
+          // begun after the rules first saw the rise does not count among those named either.
+          // Its value is the rise.
           {
             record: 'asset:reputation_blacklistings_change:unnamed',
             local since = rec('asset_blacklist:reputation_blacklist_listed_since:new'),
             expr: held(
               self.record,
-              '%(rise)s and on (%(asset)s) %(every)s\nunless on (%(asset)s)\n(%(named)s - (count without (blacklist) (%(since)s > on (%(asset)s) group_left %(seen)s) or %(named)s * 0) >= %(count)s\nor count without (blacklist) ((%(recent)s) <= on (%(asset)s) group_left %(seen)s) >= %(rise)s)' % {
-                r: c.replicaLabel,
+              '%(rise)s and on (%(asset)s) %(every)s\nunless on (%(asset)s)\n(%(named)s - (count without (blacklist) (%(since)s > on (%(asset)s) group_left %(seen)s) or %(named)s * 0) >= %(count)s\nor count without (blacklist) (%(explaining)s) >= %(rise)s)' % {
                 asset: asset,
                 every: everySees('reputation_blacklistings_change', 'asset:reputation_blacklistings_change:unnamed'),
-                rise: rec('asset:reputation_blacklistings_change:max'),
+                rise: riseMax,
                 seen: rec('asset:reputation_blacklistings_change:first_seen'),
                 since: since,
                 named: rec('asset:reputation_blacklistings_named:max'),
                 count: rec('asset:reputation_blacklistings:rising'),
-                // Begun since the API check before the rise, where a current report dates
-                // the rise; else in the two API check intervals before the list's poll.
-                recent: '%(since)s > on (%(asset)s) group_left max without (%(r)s) (%(rise)s) - %(check)d\nor\n(%(since)s > on (job, %(a)s) group_left max by (job, %(a)s) (%(current)s) - %(checks)d\nunless on (%(asset)s) (%(rise)s)\nunless on (%(asset)s) %(unnamed)s offset 1m)' % {
-                  since: since,
-                  asset: asset,
-                  r: c.replicaLabel,
-                  rise: current('reputation_blacklistings_rise_timestamp_seconds{%s}' % c.selector),
-                  check: c.apiCheckSeconds,
-                  a: c.accountLabel,
-                  current: rec('replica:reputation_last_success_timestamp_seconds:current'),
-                  checks: 2 * c.apiCheckSeconds,
-                  unnamed: rec('asset:reputation_blacklistings_change:unnamed'),
-                },
+                explaining: explaining,
               }
             ),
           },
@@ -351,19 +367,24 @@
             expr: '%s\nor\n%s offset 1m > time() - %d' % [rec('asset:reputation_blacklistings_change:paging_since'), rec('asset:reputation_blacklistings_change:paged_since'), c.listingNewSeconds],
           },
           // The listing the count's page announced: begun before that page began, and first
-          // named (a report that came late) when no rise is left unnamed; of several named at
-          // once, the one begun first, and one a page (the others page by name). Its value is
-          // when that page began; remembered while the listing is new. One listing, one page.
+          // named (a report that came late) when no rise is left unnamed, or while one is, as
+          // one of the listings that explain it (the page says "2 more" and a report names
+          // one of the two); of several named at once, the one begun first, and one a page
+          // (the others page by name). Its value is when that page began; remembered while
+          // the listing is new. One listing, one page.
           {
             record: 'asset_blacklist:reputation_blacklist_listed_since:counted',
             local name = 'asset_blacklist:reputation_blacklist_listed_since:counted',
             local since = rec('asset_blacklist:reputation_blacklist_listed_since:new'),
-            expr: '%(name)s offset 1m and on (%(asset)s, blacklist) %(since)s\nor\n%(paged)s >= on (%(asset)s) group_right bottomk by (%(asset)s) (1, %(since)s unless on (%(asset)s, blacklist) %(since)s offset 1m unless on (%(asset)s) %(unnamed)s)\nunless on (%(asset)s) (%(name)s offset 1m == on (%(asset)s) group_left %(paged)s)' % {
+            local fresh = '(%(since)s unless on (%(asset)s, blacklist) %(since)s offset 1m)' % { since: since, asset: asset },
+            expr: '%(name)s offset 1m and on (%(asset)s, blacklist) %(since)s\nor\n%(paged)s >= on (%(asset)s) group_right bottomk by (%(asset)s) (1, %(fresh)s unless on (%(asset)s) %(unnamed)s\nor %(fresh)s and on (%(asset)s, blacklist) (%(explaining)s))\nunless on (%(asset)s) (%(name)s offset 1m == on (%(asset)s) group_left %(paged)s)' % {
               since: since,
+              fresh: fresh,
               asset: asset,
               name: rec(name),
               paged: rec('asset:reputation_blacklistings_change:paged_since'),
               unnamed: rec('asset:reputation_blacklistings_change:unnamed'),
+              explaining: explaining,
             },
           },
           // How long no replica has polled the account's lists (the older list endpoint's
