@@ -72,6 +72,16 @@
     cur: rec('replica_asset:reputation_blacklistings_change:current'),
     max: riseMax,
   },
+  // How many listings the rise is net of, by the same reports (reputation_blacklistings_rise_ended:
+  // listings the check before counted that ended by the rise's): as many more began. 0 where
+  // no current report dates the rise.
+  local riseEnded = '(max without (%(r)s) (reputation_blacklistings_rise_ended{%(s)s} and on (%(asset)s, %(r)s) (%(cur)s == on (%(asset)s) group_left %(max)s)) or on (%(asset)s) %(max)s * 0)' % {
+    r: c.replicaLabel,
+    s: c.selector,
+    asset: asset,
+    cur: rec('replica_asset:reputation_blacklistings_change:current'),
+    max: riseMax,
+  },
   // The listings the pages hold that explain a rise: begun since the API check before it,
   // where a current report dates it (riseDate); else in the two API check intervals before
   // the list's poll (until the report that follows the list dates it, and not for a rise
@@ -342,10 +352,11 @@
             local since = rec('asset_blacklist:reputation_blacklist_listed_since:new'),
             expr: held(
               self.record,
-              '%(rise)s and on (%(asset)s) %(every)s\nunless on (%(asset)s)\n(%(named)s - (count without (blacklist) (%(since)s > on (%(asset)s) group_left %(seen)s) or %(named)s * 0) >= %(count)s\nor count without (blacklist) (%(explaining)s) >= %(rise)s)' % {
+              '%(rise)s and on (%(asset)s) %(every)s\nunless on (%(asset)s)\n(%(named)s - (count without (blacklist) (%(since)s > on (%(asset)s) group_left %(seen)s) or %(named)s * 0) >= %(count)s\nor count without (blacklist) (%(explaining)s) >= %(ended)s + on (%(asset)s) group_right %(rise)s)' % {
                 asset: asset,
                 every: everySees('reputation_blacklistings_change', 'asset:reputation_blacklistings_change:unnamed'),
                 rise: riseMax,
+                ended: riseEnded,
                 seen: rec('asset:reputation_blacklistings_change:first_seen'),
                 since: since,
                 named: rec('asset:reputation_blacklistings_named:max'),

@@ -34,9 +34,9 @@ pub mod warm;
 pub use list::{ListFile, read_list};
 pub use root::root;
 
-/// The layout this version writes; a store of another is set aside. 2: a report keeps what the
-/// list said when asked (`Report::asked_for`); 3: when its count rose (`blacklistings_rose`).
-const VERSION: u32 = 3;
+/// The layout this version writes; a store of another is set aside. A report keeps 2: what the
+/// list said when asked; 3: when its count rose; 4: the listings that rise is net of.
+const VERSION: u32 = 4;
 
 /// Bookkeeping: the account the store belongs to, and each list's fetch time.
 const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");

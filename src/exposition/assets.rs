@@ -300,6 +300,21 @@ pub const BLACKLISTINGS_ROSE: AssetFamily = family(
      an older check. Refreshed every asset_reports.interval.",
 );
 
+/// `reputation_blacklistings_rise_ended`.
+pub const BLACKLISTINGS_ROSE_ENDED: AssetFamily = family(
+    "reputation_blacklistings_rise_ended",
+    MetricType::Gauge,
+    None,
+    Source::Report(|r, s| {
+        let ended = r.blacklistings_rise_ended;
+        s.value(ended.filter(|_| r.rise_as_of(s.listed()).is_some()));
+    }),
+    "With reputation_blacklistings_rise_timestamp_seconds, how many listings the asset report \
+     (blacklist_history) says ended since the blacklisted_history entry before the rise, having \
+     begun by it: the count's change at the rise is net of them, so as many more listings \
+     began. Refreshed every asset_reports.interval.",
+);
+
 /// `reputation_asset_tag_info`.
 pub const TAG_INFO: AssetFamily = family(
     "reputation_asset_tag_info",
@@ -326,7 +341,7 @@ pub const SCORE_UPDATED: AssetFamily = family(
 
 /// Every per-asset family, in the order they are written: the list families, then the
 /// report families.
-pub static FAMILIES: [AssetFamily; 20] = [
+pub static FAMILIES: [AssetFamily; 21] = [
     ASSET_INFO,
     SENDERSCORE,
     SENDERSCORE_PREVIOUS,
@@ -345,6 +360,7 @@ pub static FAMILIES: [AssetFamily; 20] = [
     BLACKLIST_LISTED_SINCE,
     BLACKLISTINGS_NAMED,
     BLACKLISTINGS_ROSE,
+    BLACKLISTINGS_ROSE_ENDED,
     TAG_INFO,
     SCORE_UPDATED,
 ];
@@ -604,6 +620,7 @@ mod tests {
     fn a_report_behind_its_list_serves_no_rise() {
         let rose = |count: f64, change: f64| Report {
             blacklistings_rose: Some(1_699_990_000.0),
+            blacklistings_rise_ended: Some(2.0),
             blacklisting: Blacklisting {
                 count: Some(count),
                 change: Some(change),
@@ -617,9 +634,15 @@ mod tests {
         (listed.blacklistings, listed.blacklistings_change) = (Some(1.0), Some(1.0));
         let served = reported(std::slice::from_ref(&listed), rose(1.0, 1.0), family);
         assert_eq!(served.as_deref(), Some("1699990000"));
-        // A later check counts another listing: the report dates the earlier rise, not this one.
+        let ended = BLACKLISTINGS_ROSE_ENDED.family.name;
+        let served = reported(std::slice::from_ref(&listed), rose(1.0, 1.0), ended);
+        assert_eq!(served.as_deref(), Some("2"));
+        // A later check counts another listing: the report dates the earlier rise, not this one,
+        // nor says what that rise is net of.
         (listed.blacklistings, listed.blacklistings_change) = (Some(2.0), Some(1.0));
         let served = reported(std::slice::from_ref(&listed), rose(1.0, 1.0), family);
+        assert_eq!(served, None);
+        let served = reported(std::slice::from_ref(&listed), rose(1.0, 1.0), ended);
         assert_eq!(served, None);
         // The same count, no longer changing: no rise is the newest change.
         (listed.blacklistings, listed.blacklistings_change) = (Some(1.0), Some(0.0));
@@ -673,6 +696,7 @@ mod tests {
                 named: 1,
                 senderscore_updated: Some(1_700_000_001.0),
                 blacklistings_rose: Some(1_699_990_000.0),
+                blacklistings_rise_ended: Some(1.0),
                 blacklisting: assets[0].blacklisting(),
                 ..Report::default()
             },
@@ -728,6 +752,11 @@ mod tests {
         assert!(body.contains(
             "reputation_blacklistings_rise_timestamp_seconds{kind=\"ip\",asset=\"192.0.2.1\"} 1699990000\n"
         ));
+        assert!(
+            body.contains(
+                "reputation_blacklistings_rise_ended{kind=\"ip\",asset=\"192.0.2.1\"} 1\n"
+            )
+        );
     }
 
     #[test]

@@ -27,6 +27,11 @@ pub struct Report {
     /// than the entry before it (the only entry: any): when the count rose, while that rise is
     /// the newest change the report knows.
     pub blacklistings_rose: Option<f64>,
+    /// With [`Report::blacklistings_rose`], how many listings the report says ended since the
+    /// `blacklisted_history` entry before the rise, having begun by it: the check before counted
+    /// them and the rise's did not, so the listings begun in between are as many more than the
+    /// count's change. None without a rise.
+    pub blacklistings_rise_ended: Option<f64>,
     /// What the report said of the asset's blacklisting count and its change, in the list's
     /// terms: a list poll that says otherwise fetches the report again.
     pub blacklisting: Blacklisting,
@@ -250,6 +255,20 @@ impl Reports {
     }
 }
 
+/// The listings of one blacklist that ended, from its events oldest first: (began, ended), a
+/// run of `Listed` events and the event after it that was not.
+fn ended_listings(events: &[(f64, bool)]) -> impl Iterator<Item = (f64, f64)> + '_ {
+    let mut began = None;
+    events.iter().filter_map(move |&(at, listed)| {
+        if listed {
+            began.get_or_insert(at);
+            None
+        } else {
+            began.take().map(|began| (began, at))
+        }
+    })
+}
+
 impl Listing {
     /// The state on `blacklist` from its events, oldest first: the newest decides, and while
     /// it says `Listed` the listing began at the first `Listed` of the run it ends.
@@ -328,11 +347,13 @@ impl Report {
                 .or_default()
                 .push((at, listed));
         }
+        let mut ended = Vec::new();
         let mut listings: Vec<Listing> = events
             .into_iter()
             .filter(|(name, _)| !name.is_empty())
             .map(|(blacklist, mut events)| {
                 events.sort_by(|a, b| a.0.total_cmp(&b.0));
+                ended.extend(ended_listings(&events));
                 Listing::of(blacklist, &events)
             })
             .collect();
@@ -384,6 +405,13 @@ impl Report {
             (Some((at, count)), None) if count > 0.0 => Some(at),
             _ => None,
         };
+        let blacklistings_rise_ended = blacklistings_rose.map(|rose| {
+            let counted_before = |&&(began, ended): &&(f64, f64)| match before {
+                Some((before, _)) => began <= before && before < ended && ended <= rose,
+                None => false,
+            };
+            ended.iter().filter(counted_before).count() as f64
+        });
 
         Report {
             tags,
@@ -391,6 +419,7 @@ impl Report {
             named,
             senderscore_updated,
             blacklistings_rose,
+            blacklistings_rise_ended,
             blacklisting: Blacklisting::of(&dto.blacklisted, &dto.blacklisted_change.last_check),
             asked_for: None,
         }
@@ -569,5 +598,59 @@ mod tests {
                 (Field::BlacklistedHistory, "\"many\"")
             ]
         );
+    }
+    #[test]
+    fn a_rise_is_net_of_the_listings_ended_since_the_entry_before_it() {
+        // 1st November 2026, 9:00 UTC, and the hours after it.
+        let at = |hours: i64| 1_793_523_600.0 + (hours * 3600) as f64;
+        let dto = AssetReport {
+            // The check at 10:00 counted Barracuda, SpamCop and UCEPROTECT; the one at 11:00
+            // counts the SBL listing begun since and three unnamed ones.
+            blacklisted_history: vec![
+                CountEntry {
+                    value: Loose::Number(4.0),
+                    date: Some("1st Nov 2026 11:00am".into()),
+                },
+                CountEntry {
+                    value: Loose::Number(3.0),
+                    date: Some("1st Nov 2026 10:00am".into()),
+                },
+            ],
+            blacklist_history: vec![
+                // Counted at 10:00, ended before 11:00: the rise is net of it.
+                event("1st Nov 2026 09:30am", "Listed", "Barracuda"),
+                event("1st Nov 2026 10:30am", "Delisted", "Barracuda"),
+                // Ended and began again in between: the first listing ended, the second began.
+                event("1st Nov 2026 08:00am", "Listed", "SpamCop"),
+                event("1st Nov 2026 10:10am", "Delisted", "SpamCop"),
+                event("1st Nov 2026 10:40am", "Listed", "SpamCop"),
+                // Began after 10:00 and ended before 11:00: neither check counted it.
+                event("1st Nov 2026 10:05am", "Listed", "SBL-XBL"),
+                event("1st Nov 2026 10:20am", "Delisted", "SBL-XBL"),
+                // Ended at 11:30, after the rise's check: that check still counted it.
+                event("1st Nov 2026 07:00am", "Listed", "UCEPROTECT"),
+                event("1st Nov 2026 11:30am", "Delisted", "UCEPROTECT"),
+                event("1st Nov 2026 10:45am", "Listed", "SBL"),
+            ],
+            ..AssetReport::default()
+        };
+        let report = Report::from_dto(dto, "192.0.2.1", &TimeZone::UTC, 64, &mut Vec::new());
+        assert_eq!(report.blacklistings_rose, Some(at(2)));
+        assert_eq!(report.blacklistings_rise_ended, Some(2.0));
+
+        let dto = AssetReport {
+            blacklisted_history: vec![CountEntry {
+                value: Loose::Number(1.0),
+                date: Some("1st Nov 2026 11:00am".into()),
+            }],
+            blacklist_history: vec![
+                event("1st Nov 2026 09:30am", "Listed", "Barracuda"),
+                event("1st Nov 2026 10:30am", "Delisted", "Barracuda"),
+            ],
+            ..AssetReport::default()
+        };
+        // The only entry: no check before it counted anything.
+        let report = Report::from_dto(dto, "192.0.2.1", &TimeZone::UTC, 64, &mut Vec::new());
+        assert_eq!(report.blacklistings_rise_ended, Some(0.0));
     }
 }

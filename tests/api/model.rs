@@ -133,9 +133,9 @@ fn set_api(api: &SimulatedApi, story: &Story, minute: i64, base: i64) {
     api.set_outage("/api/v1/asset", reports_fail.then_some(503));
 }
 
-/// What is served of an asset: its list count, the listings its report names, and the story's
-/// minute its report says the count rose.
-type Served = (Option<i64>, Option<i64>, Option<i64>);
+/// What is served of an asset: its list count, the listings its report names, the story's
+/// minute its report says the count rose, and the listings ended that rise is net of.
+type Served = (Option<i64>, Option<i64>, Option<i64>, Option<i64>);
 
 /// What a scrape serves of `asset`, minute 0 at `base` (Unix seconds).
 fn served(body: &str, asset: &str, base: i64) -> Served {
@@ -146,6 +146,7 @@ fn served(body: &str, asset: &str, base: i64) -> Served {
         value("reputation_blacklistings"),
         value("reputation_blacklistings_named"),
         value("reputation_blacklistings_rise_timestamp_seconds").map(|at| (at - base) / 60),
+        value("reputation_blacklistings_rise_ended"),
     )
 }
 

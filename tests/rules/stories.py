@@ -176,6 +176,14 @@ class Story:
             return None
         return self.rose_at(asset, fetched)
 
+    def served_rise_ended(self, asset, view):
+        """What the rise a replica's view serves is net of: the listings its report names that
+        the check before the rise counted and the rise's check did not (ended in between)."""
+        c = self.served_rise(asset, view)
+        if c is None:
+            return None
+        return sum(1 for _, s, e in asset.listings if s <= c - CHECK < e <= c)
+
     def named_at(self, asset, minute):
         """The listings a report fetched at `minute` names: {blacklist: start}."""
         return {b: s for b, s, e in asset.listings if s <= minute < e}
@@ -423,6 +431,8 @@ def timeline(st):
                 lab,
                 [x * 60 if x is not None else GONE for x in rose],
             )
+            ended = [st.served_rise_ended(a, v) for v in views]
+            t.add("reputation_blacklistings_rise_ended", lab, [x if x is not None else GONE for x in ended])
             # The newest Sender Score history date: the API's last check of the asset.
             t.add(
                 "reputation_senderscore_last_update_timestamp_seconds",
@@ -457,7 +467,7 @@ def timeline(st):
 # Stories the exporter itself replays (tests/api/model.rs, on Tokio's paused clock), each with
 # what the model says it serves: warm and cold restarts, outages past metrics.max_age, failing
 # reports. `--exporter-check FILE` writes them; CI checks the committed file is current.
-EXPORTER_SEEDS = [575, 1006, 216]
+EXPORTER_SEEDS = [575, 1006, 216, 4574]
 EXPORTER_MINUTES = 720
 
 
@@ -482,7 +492,7 @@ def exporter_story(seed):
 def exporter_check(seeds):
     """The stories of `seeds` as tests/api/model.rs replays them, and per minute what the model
     says the exporter serves of each asset: [list count, listings the report names, the minute
-    its report says the count rose] (null: no series)."""
+    its report says the count rose, the listings ended that rise is net of] (null: no series)."""
     out = []
     for seed in seeds:
         st = exporter_story(seed)
@@ -495,7 +505,7 @@ def exporter_check(seeds):
                 count = st.list_entry(a, v.list_at)[0] if v.list_at is not None else None
                 named = len(st.named_at(a, v.reports[a.index])) if a.index in v.reports else None
                 rose = st.served_rise(a, v)
-                served.append([count, named, rose])
+                served.append([count, named, rose, st.served_rise_ended(a, v)])
             assets.append(
                 {
                     "name": a.labels["asset"],
