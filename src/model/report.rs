@@ -605,7 +605,7 @@ mod tests {
         let at = |hours: i64| 1_793_523_600.0 + (hours * 3600) as f64;
         let dto = AssetReport {
             // The check at 10:00 counted Barracuda, SpamCop and UCEPROTECT; the one at 11:00
-            // counts the SBL listing begun since and three unnamed ones.
+            // counts UCEPROTECT, SpamCop again, SBL and a listing no report names.
             blacklisted_history: vec![
                 CountEntry {
                     value: Loose::Number(4.0),
