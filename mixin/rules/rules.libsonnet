@@ -65,23 +65,17 @@
   // (reputation_blacklistings_rise_timestamp_seconds): the date and the rise come from the
   // same replicas, not a date of one that polled a later check with the change of another
   // that has not yet.
-  local riseDate = 'max without (%(r)s) (reputation_blacklistings_rise_timestamp_seconds{%(s)s} and on (%(asset)s, %(r)s) (%(cur)s == on (%(asset)s) group_left %(max)s))' % {
+  local riseReplicas = 'and on (%(asset)s, %(r)s) (%(cur)s == on (%(asset)s) group_left %(max)s)' % {
     r: c.replicaLabel,
-    s: c.selector,
     asset: asset,
     cur: rec('replica_asset:reputation_blacklistings_change:current'),
     max: riseMax,
   },
+  local riseDate = 'max without (%s) (reputation_blacklistings_rise_timestamp_seconds{%s} %s)' % [c.replicaLabel, c.selector, riseReplicas],
   // How many listings the rise is net of, by the same reports (reputation_blacklistings_rise_ended:
   // listings the check before counted that ended by the rise's): as many more began. 0 where
   // no current report dates the rise.
-  local riseEnded = '(max without (%(r)s) (reputation_blacklistings_rise_ended{%(s)s} and on (%(asset)s, %(r)s) (%(cur)s == on (%(asset)s) group_left %(max)s)) or on (%(asset)s) %(max)s * 0)' % {
-    r: c.replicaLabel,
-    s: c.selector,
-    asset: asset,
-    cur: rec('replica_asset:reputation_blacklistings_change:current'),
-    max: riseMax,
-  },
+  local riseEnded = '(max without (%s) (reputation_blacklistings_rise_ended{%s} %s) or on (%s) %s * 0)' % [c.replicaLabel, c.selector, riseReplicas, asset, riseMax],
   // The listings the pages hold that explain a rise: begun since the API check before it,
   // where a current report dates it (riseDate); else in the two API check intervals before
   // the list's poll (until the report that follows the list dates it, and not for a rise
