@@ -80,10 +80,12 @@
   // where a current report dates it (riseDate); else in the two API check intervals before
   // the list's poll (until the report that follows the list dates it, and not for a rise
   // whose page already stands: replicas back from a cold start serve no date until their
-  // reports come). Not one begun after the rules first saw the rise (first_seen).
+  // reports come), and after the bound the rules had when they first saw the rise
+  // (asset:reputation_blacklistings_change:after). Not one begun after the rules first saw
+  // the rise (first_seen).
   local explaining =
     local since = rec('asset_blacklist:reputation_blacklist_listed_since:new');
-    '(%(since)s > on (%(asset)s) group_left %(date)s - %(check)d\nor\n(%(since)s > on (job, %(a)s) group_left max by (job, %(a)s) (%(current)s) - %(checks)d\nunless on (%(asset)s) %(date)s\nunless on (%(asset)s) %(unnamed)s offset 1m))\n<= on (%(asset)s) group_left %(seen)s' % {
+    '(%(since)s > on (%(asset)s) group_left %(date)s - %(check)d\nor\n(%(since)s > on (job, %(a)s) group_left max by (job, %(a)s) (%(current)s) - %(checks)d\nunless on (%(asset)s) %(date)s\nunless on (%(asset)s) %(unnamed)s offset 1m\nunless on (%(asset)s, blacklist) (%(since)s <= on (%(asset)s) group_left %(after)s)))\n<= on (%(asset)s) group_left %(seen)s' % {
       since: since,
       asset: asset,
       date: riseDate,
@@ -92,6 +94,7 @@
       current: rec('replica:reputation_last_success_timestamp_seconds:current'),
       checks: 2 * c.apiCheckSeconds,
       unnamed: rec('asset:reputation_blacklistings_change:unnamed'),
+      after: rec('asset:reputation_blacklistings_change:after'),
       seen: rec('asset:reputation_blacklistings_change:first_seen'),
     },
 
@@ -190,13 +193,15 @@
           // The assets a current replica has the report of, one that has caught up with its
           // list: not one naming fewer listings than the list counts when the count has just
           // risen (the report that follows the list comes within minutes; until then the report
-          // says nothing of it). By the listings it names. Recorded once for the rules below
-          // that read it.
+          // says nothing of it), unless the replica dates the rise: then its report says the
+          // count and its change as its list does, and the listings it does not name are
+          // listings no report names. By the listings it names. Recorded once for the rules
+          // below that read it.
           {
             record: 'asset:reputation_blacklistings_named:reported',
             expr: 'max without (%(r)s) (%(x)s)' % {
               r: c.replicaLabel,
-              x: current('reputation_blacklistings_named{%(s)s} unless (reputation_blacklistings_named{%(s)s} < reputation_blacklistings{%(s)s} and reputation_blacklistings_change{%(s)s} > 0)' % { s: c.selector }),
+              x: current('reputation_blacklistings_named{%(s)s} unless (reputation_blacklistings_named{%(s)s} < reputation_blacklistings{%(s)s} and reputation_blacklistings_change{%(s)s} > 0 unless reputation_blacklistings_rise_timestamp_seconds{%(s)s})' % { s: c.selector }),
             },
           },
           // Assets whose report says the API last updated them more than checkOldSeconds ago
@@ -225,21 +230,6 @@
           {
             record: 'asset:reputation_snds_blocked_change:paging',
             expr: held(self.record, '(%s)\nunless on (%s) %s' % [everyCurrent('reputation_snds_blocked_change', block, 'max', self.record), asset, rec('asset:reputation_senderscore_last_update_timestamp_seconds:old')]),
-          },
-          // How many listings the asset's report names (when any), held while no current
-          // replica has the report (the replica that reports on it restarting, or cut off
-          // from the API) and the lists still count one.
-          {
-            record: 'asset:reputation_blacklistings_named:max',
-            expr: 'max without (%s) (%s)\nor\n(%s offset 1m unless on (%s) %s unless on (%s) %s)' % [
-              c.replicaLabel,
-              current('reputation_blacklistings_named{%s} > 0' % c.selector),
-              rec('asset:reputation_blacklistings_named:max'),
-              asset,
-              reported,
-              asset,
-              unlisted,
-            ],
           },
           // A replica's report older than its list: it names more listings that began an API
           // check interval (apiCheckSeconds) or more before the replica's last list poll than
@@ -332,6 +322,44 @@
             record: 'asset:reputation_blacklistings_change:first_seen',
             local rising = rec('asset:reputation_blacklistings:rising'),
             expr: '%s offset 1m and on (%s) (%s == %s offset 1m)\nor\n%s * 0 + time()' % [rec(self.record), asset, rising, rising, rising],
+          },
+          // What the lists said a minute before the rules first saw a rise bounds when its
+          // listings began: every current replica's list then showed an earlier API check
+          // (without this count rising), so the check before the rise was no earlier than an
+          // interval (apiCheckSeconds) before the newest of those lists, and the listings it
+          // counted began after that. Kept while the rise stands; none where no replica was
+          // current then (an outage, every replica restarting, a missed evaluation) or the
+          // count fell to it (a replica behind another).
+          {
+            record: 'asset:reputation_blacklistings_change:after',
+            local rising = rec('asset:reputation_blacklistings:rising'),
+            expr: '%(own)s offset 1m and on (%(asset)s) (%(rising)s == %(rising)s offset 1m)\nor\n(%(seen)s == time() unless on (%(asset)s) %(rising)s < %(rising)s offset 1m) * 0 + on (job, %(a)s) group_left max by (job, %(a)s) (%(current)s offset 1m) - %(check)d' % {
+              own: rec('asset:reputation_blacklistings_change:after'),
+              asset: asset,
+              rising: rising,
+              seen: rec('asset:reputation_blacklistings_change:first_seen'),
+              a: c.accountLabel,
+              current: rec('replica:reputation_last_success_timestamp_seconds:current'),
+              check: c.apiCheckSeconds,
+            },
+          },
+          // How many listings the asset's report names (when any), held while no current
+          // replica has the report (the replica that reports on it restarting, or cut off
+          // from the API) and the lists still count one, but not past a rise first seen in
+          // that time: the held report is older than the rise and says nothing of it.
+          {
+            record: 'asset:reputation_blacklistings_named:max',
+            expr: 'max without (%s) (%s)\nor\n(%s offset 1m unless on (%s) %s unless on (%s) %s unless on (%s) %s == time())' % [
+              c.replicaLabel,
+              current('reputation_blacklistings_named{%s} > 0' % c.selector),
+              rec('asset:reputation_blacklistings_named:max'),
+              asset,
+              reported,
+              asset,
+              unlisted,
+              asset,
+              rec('asset:reputation_blacklistings_change:first_seen'),
+            ],
           },
           // A rise of the list's count at the API's last check, once every current replica
           // has seen it (the one that reports on the asset among them), that no report names:
