@@ -26,9 +26,10 @@
   // that reports on the asset among them). A replica that has not polled yet counts against
   // a new page (it may see otherwise in a moment) but not against `paging`, open a minute
   // ago: it has no data to say the event is over.
-  local everySees(metric, paging) =
+  // `seen` is that count where another rule of the group already has the replicas' series.
+  local everySees(metric, paging, seen=rec('asset:%s:seen' % metric)) =
     '(%(seen)s >= on (job, %(a)s) group_left count by (job, %(a)s) (%(current)s)\nor %(seen)s >= on (job, %(a)s) group_left count by (job, %(a)s) (%(current)s and on (job, %(a)s, %(r)s) %(last)s) and on (%(asset)s) %(paging)s offset 1m)' % {
-      seen: rec('asset:%s:seen' % metric),
+      seen: seen,
       a: c.accountLabel,
       r: c.replicaLabel,
       asset: asset,
@@ -304,10 +305,6 @@
             record: 'replica_asset:reputation_blacklistings_change:current',
             expr: current(rise),
           },
-          {
-            record: 'asset:reputation_blacklistings_change:seen',
-            expr: 'count without (%s) (%s)' % [c.replicaLabel, rec('replica_asset:reputation_blacklistings_change:current')],
-          },
           // The list's count where a current replica sees a rise (the highest any current
           // replica serves), and when the rules first saw that count rising: the lists that
           // showed the rise were polled by then, so the API check that counted it was too,
@@ -316,7 +313,7 @@
           // the truth: a restart or a missed scrape makes it later, and looser).
           {
             record: 'asset:reputation_blacklistings:rising',
-            expr: 'max without (%s) (%s) and on (%s) %s' % [c.replicaLabel, current('reputation_blacklistings{%s} > 0' % c.selector), asset, rec('asset:reputation_blacklistings_change:seen')],
+            expr: 'max without (%s) (%s) and on (%s) %s' % [c.replicaLabel, current('reputation_blacklistings{%s} > 0' % c.selector), asset, rec('replica_asset:reputation_blacklistings_change:current')],
           },
           {
             record: 'asset:reputation_blacklistings_change:first_seen',
@@ -376,7 +373,7 @@
               self.record,
               '%(rise)s and on (%(asset)s) %(every)s\nunless on (%(asset)s)\n(%(named)s - (count without (blacklist) (%(since)s > on (%(asset)s) group_left %(seen)s) or %(named)s * 0) >= %(count)s\nor count without (blacklist) (%(explaining)s) >= %(ended)s + on (%(asset)s) group_right %(rise)s)' % {
                 asset: asset,
-                every: everySees('reputation_blacklistings_change', 'asset:reputation_blacklistings_change:unnamed'),
+                every: everySees('reputation_blacklistings_change', 'asset:reputation_blacklistings_change:unnamed', 'count without (%s) (%s)' % [c.replicaLabel, rec('replica_asset:reputation_blacklistings_change:current')]),
                 rise: riseMax,
                 ended: riseEnded,
                 seen: rec('asset:reputation_blacklistings_change:first_seen'),
