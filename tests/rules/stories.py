@@ -230,21 +230,20 @@ def story(seed, hidden_changes=False):
     drawn = []
     for _ in range(rnd.choice([0, 0, 1, 2])):
         drawn.append(interval(5, 30) if rnd.random() < 0.5 else interval(80, 240))
-    merged = []
-    for a, b in sorted(drawn):
-        if merged and a < merged[-1][1] + POLL:  # (no poll between them: one outage)
-            merged[-1] = (merged[-1][0], max(merged[-1][1], b))
-        else:
-            merged.append((a, b))
-    outages = []
-    for a, b in merged:
-        # Short (the held data serves) or past max_age; never in between, where whether
-        # ReputationDataStale fires is a matter of a minute.
-        if 30 < b - a < 80:
-            b = min(a + 80, minutes)
-            a = b - 80  # (one the story's end cuts short is as long)
-        outages.append((a, b))
-        notes.append(f"API outage {a}-{b}")
+    outages = None
+    while outages != drawn:  # (stretching one can make it meet another: merge again)
+        outages, drawn = drawn, []
+        for a, b in sorted(outages):
+            # Short (the held data serves) or past max_age; never in between, where whether
+            # ReputationDataStale fires is a matter of a minute.
+            if 30 < b - a < 80:
+                b = min(a + 80, minutes)
+                a = b - 80  # (one the story's end cuts short is as long)
+            if drawn and a < drawn[-1][1] + POLL:  # (no poll between them: one outage)
+                drawn[-1] = (min(drawn[-1][0], a), max(drawn[-1][1], b))
+            else:
+                drawn.append((a, b))
+    notes += [f"API outage {a}-{b}" for a, b in outages]
     prometheus_down = []
     for _ in range(rnd.choice([0, 0, 1])):
         a, b = interval(1, 4)
