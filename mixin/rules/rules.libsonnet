@@ -401,15 +401,26 @@
           // one of the listings that explain it (the page says "2 more" and a report names
           // one of the two); of several named at once, the one begun first, and one a page
           // (the others page by name). Its value is when that page began; remembered while
-          // the listing is new. One listing, one page.
+          // the listing is new. One listing, one page. A listing first named that began
+          // before the standing page's rise (its bound, :after), while that page began with
+          // the rise, was an earlier page's, closed since (two rises an API check apart, the
+          // reporting replica cut off through both): taken too, valued when it began.
           {
             record: 'asset_blacklist:reputation_blacklist_listed_since:counted',
             local name = 'asset_blacklist:reputation_blacklist_listed_since:counted',
             local since = rec('asset_blacklist:reputation_blacklist_listed_since:new'),
             local fresh = '(%(since)s unless on (%(asset)s, blacklist) %(since)s offset 1m)' % { since: since, asset: asset },
-            expr: '%(name)s offset 1m and on (%(asset)s, blacklist) %(since)s\nor\n%(paged)s >= on (%(asset)s) group_right bottomk by (%(asset)s) (1, %(fresh)s unless on (%(asset)s) %(unnamed)s\nor %(fresh)s and on (%(asset)s, blacklist) (%(explaining)s))\nunless on (%(asset)s) (%(name)s offset 1m == on (%(asset)s) group_left %(paged)s)' % {
+            local earlier = '%(fresh)s <= on (%(asset)s) group_left %(after)s and on (%(asset)s) (%(paged)s >= %(first)s)' % {
+              fresh: fresh,
+              asset: asset,
+              after: rec('asset:reputation_blacklistings_change:after'),
+              first: rec('asset:reputation_blacklistings_change:first_seen'),
+              paged: rec('asset:reputation_blacklistings_change:paged_since'),
+            },
+            expr: '%(name)s offset 1m and on (%(asset)s, blacklist) %(since)s\nor\n%(paged)s >= on (%(asset)s) group_right bottomk by (%(asset)s) (1, (%(fresh)s unless on (%(asset)s) %(unnamed)s\nor %(fresh)s and on (%(asset)s, blacklist) (%(explaining)s)) unless on (%(asset)s, blacklist) (%(earlier)s))\nunless on (%(asset)s) (%(name)s offset 1m == on (%(asset)s) group_left %(paged)s)\nor\n%(earlier)s' % {
               since: since,
               fresh: fresh,
+              earlier: earlier,
               asset: asset,
               name: rec(name),
               paged: rec('asset:reputation_blacklistings_change:paged_since'),
