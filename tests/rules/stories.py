@@ -68,6 +68,7 @@ MAX_AGE = 60  # metrics.max_age
 CHECK = 60  # the API checks each asset hourly
 NEW = 720  # a listing pages while younger than this (listingNewSeconds)
 STALE_AFTER = 45 + 5  # ReputationDataStale: 45 minutes without a list, for 5 minutes
+HELD = 15  # ReputationDataStale: a replica's last success counts this long after its last scrape
 KEEP = 3  # keep_firing_for
 BLACKLISTS = ["SpamCop", "Spamhaus SBL", "Barracuda", "UCEPROTECT Level 1"]
 
@@ -682,20 +683,47 @@ def oracle(st, views):
             out.append(window(a.labels, family, events, counts, seen, due_at, minutes))
     # The account's data stale: an outage past 45 minutes without a list, counted from the
     # last minute a replica could poll before it (every replica restarting just before the
-    # outage makes the last list older than the outage).
+    # outage makes the last list older than the outage), or from the newest list the replicas
+    # still serve, where that is older: the replica holding the newest list restarted cold in
+    # the outage while another, cut off from the API before it, serves an older one (the
+    # runbook's "newest list any replica served in the last 15 minutes").
+    def newest(m, carried):
+        """The newest list a replica served (and Prometheus scraped) in the HELD minutes to
+        `m`, or `carried` while none did (the age goes on counting)."""
+        lists = [
+            v[k].last_success
+            for _, v in views
+            for k in range(max(0, m - HELD + 1), m + 1)
+            if scraped(k) and v[k].up and v[k].last_success is not None
+        ]
+        return max(lists, default=carried)
+
     events = []
+    maybe = []
     for a_, b_ in st.outages:
         dark = a_
         while dark > 0 and not can_see(dark - 1):
             dark -= 1
-        if b_ - dark >= STALE_AFTER + POLL + 10:
-            events.append((dark, b_ + POLL))
+        first = dark
+        held = None
+        for m in range(dark, min(b_, dark + STALE_AFTER)):
+            held = newest(m, held)
+            if held is not None and held < dark - POLL:
+                # Stale from the minute the list served is 45 minutes old (or, when an older
+                # one takes over past that, at once).
+                first = min(first, max(held, m - (STALE_AFTER - 5)))
+        if b_ - first >= STALE_AFTER + POLL + 10:
+            events.append((first, b_ + POLL))
+        elif first < dark and b_ - first >= STALE_AFTER - POLL:
+            # An outage near 50 minutes of served age: the page may come, or not.
+            maybe.append((first, b_ + POLL))
     due = set()
     allowed = set()
     for first, close in events:
         due |= due_at(first + STALE_AFTER + POLL + 1)
+    for first, close in events + maybe:
         allowed |= set(range(first + STALE_AFTER - POLL, min(close + POLL + KEEP + 2, minutes)))
-    out.append(({"kind": "", "asset": "", "family": "stale"}, due, allowed, (len(events), len(events))))
+    out.append(({"kind": "", "asset": "", "family": "stale"}, due, allowed, (len(events), len(events) + len(maybe))))
     return out
 
 
