@@ -22,8 +22,10 @@ Alertmanager configuration. An oracle written from the story alone, never from t
 says when each event must be paged and when nothing may be open; promtool checks, for every
 story at once (each its own account):
 
-  late        every event is paged by its deadline: a poll plus three minutes after the
-              exporter could first see it (a replica up and reaching the API);
+  late        every event is paged by its deadline: a poll plus three minutes of the
+              exporter being able to see it (a replica up and reaching the API; not counting
+              a stretch shorter than a poll that an outage or a restart cuts off, as no poll
+              need fall in it);
   unexpected  nothing is open at the receiver outside an event's window (its first visibility
               to its end as the exporter sees it, plus a poll and four minutes): no page
               without an event, no old news, every end closed;
@@ -730,10 +732,15 @@ def oracle(st, views):
 def page_deadline(visible, seen, minutes):
     """The minute by which a change visible from `visible` must have paged: the count's page
     waits 2 minutes for a report and for every replica to see the change, a poll and three
-    minutes during which the exporter can see the API."""
+    minutes during which the exporter can see the API. A poll falls in any poll's length of
+    such minutes in a row, not in a shorter stretch an outage or a restart cuts off: those
+    minutes do not count."""
     deadline, seeing = visible, 0
     while deadline < minutes and seeing < POLL + 3:
-        seeing += seen(deadline) == deadline
+        if seen(deadline) == deadline:
+            seeing += 1
+        elif seeing < POLL:
+            seeing = 0
         deadline += 1
     return deadline
 
