@@ -95,6 +95,13 @@
     // The score drop's and the SNDS block's pages wait this long for the asset's report (the
     // date above), as the count's page does for the report that names a listing.
     changeFor: '2m',
+    // A drop or a block at an API check that no list showed (the next check overwrote it
+    // before any poll: reputation_*_missed_change) pages when no replica had polled the
+    // account's lists for this long (seconds) at some minute of missedWindow: an outage or
+    // restarts long enough to span a check. One replica back from its own outage while
+    // another polled on pages nothing: the other saw the change.
+    missedBlindSeconds: 1800,
+    missedWindow: '15m',
     // ReputationExporterDown (no replica serves the account), ReputationExporterReplicaDown
     // (one of several does not) and ReputationExporterReloadFailed.
     exporterDownFor: '5m',

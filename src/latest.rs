@@ -13,7 +13,7 @@ use tracing::warn;
 
 use crate::disk::Disk;
 use crate::exposition::Format;
-use crate::model::{Report, Reports};
+use crate::model::{ListMemory, Report, Reports};
 use crate::snapshot::{ListPart, Snapshot};
 use crate::vocabulary::Kind;
 
@@ -30,6 +30,9 @@ pub struct Latest {
     cycles: watch::Sender<u64>,
     /// Where the reports are kept across restarts, when they are.
     disk: std::sync::OnceLock<Arc<Disk>>,
+    /// What the last list of each kind said of its assets' values, whatever its age (kept past
+    /// `metrics.max_age`): the next list's missed changes are told from it.
+    memories: Mutex<[Option<Arc<ListMemory>>; 2]>,
 }
 
 #[derive(Debug, Default)]
@@ -68,7 +71,22 @@ impl Latest {
             snapshots,
             cycles: watch::channel(0).0,
             disk: std::sync::OnceLock::new(),
+            memories: Mutex::default(),
         })
+    }
+
+    fn memories(&self) -> std::sync::MutexGuard<'_, [Option<Arc<ListMemory>>; 2]> {
+        self.memories.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// What the last list of `kind` taken said of its assets' values, if one was.
+    pub fn memory(&self, kind: Kind) -> Option<Arc<ListMemory>> {
+        self.memories()[kind as usize].clone()
+    }
+
+    /// Keeps what a list of `kind` just taken said, for the next one.
+    pub fn remember(&self, kind: Kind, memory: ListMemory) {
+        self.memories()[kind as usize] = Some(Arc::new(memory));
     }
 
     /// From now on, every report stored or dropped is kept so on `disk` too.

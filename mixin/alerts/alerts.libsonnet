@@ -120,13 +120,14 @@
         name: 'reputation.alerts',
         rules: [
           // A change the API saw at its last check: pages from the first replica that sees it
-          // until the last sees the next check say otherwise.
+          // until the last sees the next check say otherwise. One at a check no list showed
+          // (an API outage past a check) pages from the first lists after, for one poll.
           alert(
             'ReputationSenderScoreDropped',
             'critical',
             team(page('asset:reputation_senderscore_change:paging', 'min')),
             'Sender Score dropped sharply.',
-            "The Sender Score of {{ $labels.kind }} {{ $labels.asset }} changed by {{ $value }} points at the API's last check.",
+            "The Sender Score of {{ $labels.kind }} {{ $labels.asset }} changed by {{ $value }} points at the API's last check (after a time without the API: at a check no poll saw).",
             pendingFor(c.changeFor),
           ),
           // A listing a report names, begun less than listingNewSeconds ago: the listings that
@@ -166,7 +167,7 @@
             'critical',
             team(page('asset:reputation_snds_blocked_change:paging', 'max')),
             'Microsoft SNDS newly reports the asset blocked.',
-            "Microsoft SNDS reports {{ $labels.kind }} {{ $labels.asset }} blocked since the API's last check: Outlook.com rejects its mail.",
+            "Microsoft SNDS reports {{ $labels.kind }} {{ $labels.asset }} blocked since the API's last check (after a time without the API: since a check no poll saw): Outlook.com rejects its mail.",
             pendingFor(c.changeFor),
           ),
           alert(

@@ -59,6 +59,21 @@
   // of the list's count.
   local drop = 'reputation_senderscore_change{%s} <= -%d' % [c.selector, c.senderScoreDrop],
   local block = 'reputation_snds_blocked_change{%s} > 0' % c.selector,
+  // The same changes at API checks no list showed (reputation_*_missed_change: the next check
+  // overwrote them before any poll, in an API outage or while every replica restarted), taken
+  // for an event where no replica had polled for missedBlindSeconds in the last missedWindow:
+  // a replica back from its own outage while another polled on missed nothing the other did
+  // not see. Aggregated as the change (the mildest of the current replicas that serve one).
+  local missed(metric, condition, aggregation) =
+    '%(agg)s without (%(r)s) (%(current)s)\nand on (job, %(a)s) max_over_time(%(age)s[%(window)s]) > %(blind)d' % {
+      agg: aggregation,
+      r: c.replicaLabel,
+      a: c.accountLabel,
+      current: current('%s{%s} %s' % [metric, c.selector, condition]),
+      age: rec('account:reputation_last_success_age_seconds:max'),
+      window: c.missedWindow,
+      blind: c.missedBlindSeconds,
+    },
   local rise = 'reputation_blacklistings_change{%s} > 0' % c.selector,
   // How many blacklists a rise added: the most any current replica saw.
   local riseMax = 'max without (%s) (%s)' % [c.replicaLabel, rec('replica_asset:reputation_blacklistings_change:current')],
@@ -224,13 +239,13 @@
           seen('reputation_senderscore_change', drop),
           {
             record: 'asset:reputation_senderscore_change:paging',
-            expr: held(self.record, '(%s)\nunless on (%s) %s' % [everyCurrent('reputation_senderscore_change', drop, 'min', self.record), asset, rec('asset:reputation_senderscore_last_update_timestamp_seconds:old')]),
+            expr: held(self.record, '(%s\nor %s)\nunless on (%s) %s' % [everyCurrent('reputation_senderscore_change', drop, 'min', self.record), missed('reputation_senderscore_missed_change', '<= -%d' % c.senderScoreDrop, 'max'), asset, rec('asset:reputation_senderscore_last_update_timestamp_seconds:old')]),
           },
           // A new SNDS block at the API's last check; likewise.
           seen('reputation_snds_blocked_change', block),
           {
             record: 'asset:reputation_snds_blocked_change:paging',
-            expr: held(self.record, '(%s)\nunless on (%s) %s' % [everyCurrent('reputation_snds_blocked_change', block, 'max', self.record), asset, rec('asset:reputation_senderscore_last_update_timestamp_seconds:old')]),
+            expr: held(self.record, '(%s\nor %s)\nunless on (%s) %s' % [everyCurrent('reputation_snds_blocked_change', block, 'max', self.record), missed('reputation_snds_blocked_missed_change', '> 0', 'min'), asset, rec('asset:reputation_senderscore_last_update_timestamp_seconds:old')]),
           },
           // A replica's report older than its list: it names more listings that began an API
           // check interval (apiCheckSeconds) or more before the replica's last list poll than

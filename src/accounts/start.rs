@@ -115,6 +115,7 @@ async fn warm(
     let warm::Kept {
         disk,
         lists,
+        memories,
         reports,
         read,
     } = kept;
@@ -122,6 +123,9 @@ async fn warm(
     let (serving, persisted) = (latest.clone(), disk.clone());
     let _ = exporter_web::task::spawn_blocking(move || {
         serving.restore(lists, reports);
+        for (kind, memory) in memories {
+            serving.remember(kind, memory);
+        }
         serving.persist_to(persisted);
     })
     .await;

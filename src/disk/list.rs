@@ -12,7 +12,7 @@ use redb::ReadableTable as _;
 use tracing::warn;
 
 use super::{Body, Disk, DiskError, ListMeta, META, StoredList, database, list_key};
-use crate::model::{Asset, AssetDecoder, AssetSink};
+use crate::model::{Asset, AssetDecoder, AssetSink, ListMemory, Remembering};
 use crate::snapshot::{ListBuilder, ListPart};
 use crate::upstream::BodyDecoder as _;
 use crate::vocabulary::Kind;
@@ -137,8 +137,13 @@ impl Drop for ListFile {
 
 /// The list `stored` renders, read back as the poller reads a list from the API, into `shards`
 /// shards; `None` (said once) when its body is not what was stored (another length or
-/// CRC-32: a disk error, or a file changed under the exporter) or does not decode.
-pub fn read_list(stored: &StoredList, max_labels: usize, shards: usize) -> Option<(ListPart, f64)> {
+/// CRC-32: a disk error, or a file changed under the exporter) or does not decode. With it,
+/// what the list said of its assets' values, for the next list's missed changes.
+pub fn read_list(
+    stored: &StoredList,
+    max_labels: usize,
+    shards: usize,
+) -> Option<(ListPart, ListMemory, f64)> {
     use std::io::Read as _;
     let mut file = match File::open(&stored.path) {
         Ok(file) => file,
@@ -153,11 +158,11 @@ pub fn read_list(stored: &StoredList, max_labels: usize, shards: usize) -> Optio
     let (to_renderer, assets) = std::sync::mpsc::sync_channel::<Vec<Asset>>(4);
     let kind = stored.kind;
     let renderer = std::thread::spawn(move || {
-        let mut builder = ListBuilder::new(kind, shards);
+        let mut builder = Remembering::new(ListBuilder::new(kind, shards), None);
         for batch in assets {
             batch.into_iter().for_each(|asset| builder.push(asset));
         }
-        builder
+        builder.finish()
     });
     let mut decoder = AssetDecoder::new(
         stored.kind,
@@ -207,10 +212,10 @@ pub fn read_list(stored: &StoredList, max_labels: usize, shards: usize) -> Optio
     let builder = renderer.join();
     match decoded.and_then(|fetched| {
         builder
-            .map(|builder| (builder.finish(), fetched))
+            .map(|(builder, memory)| (builder.finish(), memory, fetched))
             .map_err(|_| "rendering it failed".to_owned())
     }) {
-        Ok((part, fetched)) => Some((part, fetched)),
+        Ok(read) => Some(read),
         Err(why) => {
             warn!(store = %stored.path.display(), problem = %why, "a stored list is not what was stored; it is fetched again");
             None

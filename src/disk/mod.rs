@@ -573,7 +573,7 @@ mod tests {
         let (_disk, restored) = Disk::open(dir.path(), &identity()).unwrap();
         let stored = &restored.lists[0];
         assert_eq!(stored.fetched, 1.0e9 + 300.0, "the entry is the new body's");
-        let (part, fetched) = read_list(stored, 50, 1).expect("the old body is read");
+        let (part, _, fetched) = read_list(stored, 50, 1).expect("the old body is read");
         assert_eq!(fetched, 1.0e9, "served with the old body's own time");
         assert_eq!(part.names.len(), 1);
     }

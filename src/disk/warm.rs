@@ -9,9 +9,9 @@ use tracing::warn;
 
 use super::{Disk, DiskError, Identity, read_list};
 use crate::health::{Health, instant_at, unix_now};
-use crate::model::Reports;
+use crate::model::{ListMemory, Reports};
 use crate::snapshot::ListPart;
-use crate::vocabulary::Endpoint;
+use crate::vocabulary::{Endpoint, Kind};
 
 /// What of a store is still worth serving, and how its lists are rendered again.
 #[derive(Debug, Clone, Copy)]
@@ -34,6 +34,9 @@ pub struct Kept {
     pub disk: Arc<Disk>,
     /// The lists not older than `metrics.max_age`, rendered.
     pub lists: Vec<(ListPart, Instant)>,
+    /// What each stored list said of its assets' values, whatever its age: the first list
+    /// polled tells the changes no list showed since from it.
+    pub memories: Vec<(Kind, ListMemory)>,
     /// The reports not older than theirs.
     pub reports: Reports,
     /// How long reading took.
@@ -52,7 +55,7 @@ pub async fn read_back(
 ) -> Option<Kept> {
     let started = std::time::Instant::now();
     let opened = exporter_web::task::spawn_blocking(move || read(&dir, &identity, limits)).await;
-    let (disk, lists, successes, (reports, newest)) = match opened {
+    let (disk, (lists, memories), successes, (reports, newest)) = match opened {
         Ok(Ok(opened)) => opened,
         Ok(Err(error)) => {
             warn!(
@@ -73,13 +76,15 @@ pub async fn read_back(
     Some(Kept {
         disk: Arc::new(disk),
         lists,
+        memories,
         reports,
         read: started.elapsed(),
     })
 }
 
-/// A list read back: rendered, and the instant it was fetched.
-type ReadList = (ListPart, Instant);
+/// The lists read back: those still served, rendered, each with the instant it was fetched;
+/// and what every one said of its assets' values.
+type ReadLists = (Vec<(ListPart, Instant)>, Vec<(Kind, ListMemory)>);
 
 /// Each list endpoint's last success as the store kept it (Unix time), served or not.
 type Successes = Vec<(Endpoint, f64)>;
@@ -92,7 +97,7 @@ fn read(
     dir: &std::path::Path,
     identity: &Identity,
     limits: Limits,
-) -> Result<(Disk, Vec<ReadList>, Successes, ReadReports), DiskError> {
+) -> Result<(Disk, ReadLists, Successes, ReadReports), DiskError> {
     let (disk, restored) = Disk::open(dir, identity)?;
     let successes = restored
         .lists
@@ -102,15 +107,16 @@ fn read(
     let now = unix_now();
     let fresh = |fetched: f64, max_age: Duration| now - fetched < max_age.as_secs_f64();
     let (lists, reports) = std::thread::scope(|threads| {
+        // Every list is read, the ones too old to serve for what they said only.
         let lists: Vec<_> = restored
             .lists
             .iter()
-            .filter(|list| fresh(list.fetched, limits.max_age))
             .map(|list| {
                 threads.spawn(move || {
-                    let (part, fetched) = read_list(list, limits.max_labels, limits.shards)?;
-                    let at = instant_at(fetched).filter(|_| fresh(fetched, limits.max_age))?;
-                    Some((part, at))
+                    let (part, memory, fetched) =
+                        read_list(list, limits.max_labels, limits.shards)?;
+                    let at = instant_at(fetched).filter(|_| fresh(fetched, limits.max_age));
+                    Some((at.map(|at| (part, at)), (list.kind, memory)))
                 })
             })
             .collect();
@@ -130,11 +136,11 @@ fn read(
             }
             (reports, newest)
         });
-        let lists: Vec<_> = lists
+        let (served, memories): (Vec<_>, Vec<_>) = lists
             .into_iter()
             .filter_map(|thread| thread.join().ok().flatten())
-            .collect();
-        (lists, reports)
+            .unzip();
+        ((served.into_iter().flatten().collect(), memories), reports)
     });
     Ok((disk, lists, successes, reports?))
 }

@@ -141,6 +141,16 @@ pub const SENDERSCORE_CHANGE: AssetFamily = list_gauge(
      Refreshed every poll.interval.",
 );
 
+/// `reputation_senderscore_missed_change`.
+pub const SENDERSCORE_MISSED_CHANGE: AssetFamily = list_gauge(
+    "reputation_senderscore_missed_change",
+    |a, s| s.value(a.senderscore_missed_change),
+    "Sender Score change since this replica's previous list that the change at the last check \
+     does not account for: what earlier API checks changed that no list this replica polled \
+     showed (an API outage, a restart). Only for the list after such a time, only when not 0. \
+     Refreshed every poll.interval.",
+);
+
 /// `reputation_blacklistings`.
 pub const BLACKLISTINGS: AssetFamily = list_gauge(
     "reputation_blacklistings",
@@ -171,6 +181,15 @@ pub const SNDS_BLOCKED_CHANGE: AssetFamily = list_gauge(
     |a, s| s.value(a.snds_blocked_change),
     "SNDS blocked change at the last check (API field snds_blocked_change.last_check), when \
      numeric. Refreshed every poll.interval.",
+);
+
+/// `reputation_snds_blocked_missed_change`.
+pub const SNDS_BLOCKED_MISSED_CHANGE: AssetFamily = list_gauge(
+    "reputation_snds_blocked_missed_change",
+    |a, s| s.value(a.snds_blocked_missed_change),
+    "SNDS blocked change since this replica's previous list that the change at the last check \
+     does not account for (1: blocked at an API check no list this replica polled showed). \
+     Only for the list after such a time, only when not 0. Refreshed every poll.interval.",
 );
 
 /// `reputation_snds_reputation`: a stateset, whose state label is named as the family.
@@ -341,15 +360,17 @@ pub const SCORE_UPDATED: AssetFamily = family(
 
 /// Every per-asset family, in the order they are written: the list families, then the
 /// report families.
-pub static FAMILIES: [AssetFamily; 21] = [
+pub static FAMILIES: [AssetFamily; 23] = [
     ASSET_INFO,
     SENDERSCORE,
     SENDERSCORE_PREVIOUS,
     SENDERSCORE_CHANGE,
+    SENDERSCORE_MISSED_CHANGE,
     BLACKLISTINGS,
     BLACKLISTINGS_CHANGE,
     SNDS_BLOCKED,
     SNDS_BLOCKED_CHANGE,
+    SNDS_BLOCKED_MISSED_CHANGE,
     SNDS_REPUTATION,
     SNDS_REPUTATION_VALUE,
     SNDS_REPUTATION_CHANGE,
@@ -583,6 +604,8 @@ mod tests {
             snds_reputation_value: Some(2.0),
             snds_reputation_change: Some(1.0),
             domain_ips: Some(3.0),
+            senderscore_missed_change: Some(-12.0),
+            snds_blocked_missed_change: Some(1.0),
         }
     }
 
@@ -743,6 +766,12 @@ mod tests {
         assert!(
             body.contains("reputation_senderscore_previous{kind=\"ip\",asset=\"192.0.2.1\"} 75\n")
         );
+        assert!(body.contains(
+            "reputation_senderscore_missed_change{kind=\"ip\",asset=\"192.0.2.1\"} -12\n"
+        ));
+        assert!(body.contains(
+            "reputation_snds_blocked_missed_change{kind=\"ip\",asset=\"192.0.2.1\"} 1\n"
+        ));
         assert!(body.contains(
             "reputation_blacklist_listed_since_timestamp_seconds{kind=\"ip\",asset=\"192.0.2.1\",blacklist=\"Spamhaus SBL\"} 1699990000\n"
         ));

@@ -42,6 +42,12 @@ pub struct Asset {
     pub snds_reputation_change: Option<f64>,
     /// Number of addresses in a domain's `ips`.
     pub domain_ips: Option<f64>,
+    /// The Sender Score's change since this replica's previous list that the last check's
+    /// change does not account for (see [`memory`](super::memory)); set by
+    /// [`Remembering`](super::memory::Remembering), `None` from the item alone.
+    pub senderscore_missed_change: Option<f64>,
+    /// The SNDS block's, likewise.
+    pub snds_blocked_missed_change: Option<f64>,
 }
 
 impl Asset {
@@ -120,6 +126,8 @@ impl Asset {
             snds_reputation_value,
             snds_reputation_change,
             domain_ips,
+            senderscore_missed_change: None,
+            snds_blocked_missed_change: None,
         }
     }
 }

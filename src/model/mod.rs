@@ -2,10 +2,12 @@
 //! by the value rules of docs/upstream.md, independent of how they are stored or written.
 
 pub mod asset;
+pub mod memory;
 pub mod report;
 
 pub use crate::vocabulary::Unrecognized;
 pub use asset::{Asset, AssetDecoder, AssetSet, AssetSink, DecodedAssets, worst_first};
+pub use memory::{ListMemory, Remembering};
 pub use report::{
     Blacklisting, Blacklistings, CurrentListing, Listing, NEWEST_SHOWN, Report, Reports,
 };

@@ -16,7 +16,7 @@ use tracing::{debug, error, info, warn};
 use crate::disk::Disk;
 use crate::health::Health;
 use crate::latest::Latest;
-use crate::model::DecodedAssets;
+use crate::model::{DecodedAssets, Remembering};
 use crate::snapshot::ListBuilder;
 use crate::telemetry::Telemetry;
 use crate::upstream::dto::{self, DecodeError, SystemStatus, User};
@@ -210,8 +210,13 @@ impl Poller {
         // Each asset is checked against its report as it is decoded (reports follow the list).
         let follow = self.account.follow.as_ref().filter(|f| f.armed());
         let reports = follow.map(|_| self.account.latest.reports());
+        // Each asset's values are compared with the last list's (missed changes).
+        let remembered = self.account.latest.memory(kind);
         let sink = || {
-            let builder = ListBuilder::new(kind, self.account.latest.shards());
+            let builder = Remembering::new(
+                ListBuilder::new(kind, self.account.latest.shards()),
+                remembered.clone(),
+            );
             match (follow, &reports) {
                 (Some(follow), Some(reports)) => follow.check(builder, reports.clone()),
                 _ => Following::unchecked(builder),
@@ -264,10 +269,13 @@ impl Poller {
             );
         }
 
-        let (builder, behind) = set.finish();
+        let (remembering, behind) = set.finish();
+        drop(remembered);
+        let (builder, memory) = remembering.finish();
         let latest = self.account.latest.clone();
         let replaced = exporter_web::task::spawn_blocking(move || {
-            latest.replace(kind, builder.finish(), fetched)
+            latest.replace(kind, builder.finish(), fetched);
+            latest.remember(kind, memory);
         })
         .await;
         match replaced {

@@ -5,7 +5,9 @@
 //! an hour, the API checking each asset hourly, warm and cold restarts, API outages past
 //! max_age, failing reports. Each minute's scrape must serve each asset's list count, the
 //! number of listings its report names and when its report says the count rose exactly as the
-//! model says, so that the stories' model cannot drift from what it models. The stories leave
+//! model says, and the score's and SNDS block's changes no list showed (a drop or a block the
+//! API checked in an outage, which the first list after shows as missed), so that the
+//! stories' model cannot drift from what it models. The stories leave
 //! out a warm restart within `metrics.max_age` of an outage's start: the state store dates what
 //! it keeps by the wall clock, which the paused clock leaves behind, so a list read back would
 //! be taken for fresher or staler than it is (seed 626 of `stories.py` is such a story).
@@ -42,8 +44,13 @@ struct Asset {
     listings: Vec<(String, i64, i64)>,
     /// (first minute, end minute): counted by the list, named by no report.
     unnamed: Vec<(i64, i64)>,
+    /// The API's checks that took 12 points off the Sender Score.
+    drops: Vec<i64>,
+    /// (first check, end check): SNDS blocks.
+    blocks: Vec<(i64, i64)>,
     /// Per minute, what the model says is served: the list's count, the listings the report
-    /// names and the minute its report says the count rose (`None`: no series).
+    /// names, the minute its report says the count rose, the listings that rise is net of and
+    /// the score's and the block's missed changes (`None`: no series).
     served: Vec<Served>,
 }
 
@@ -59,6 +66,16 @@ impl Story {
 }
 
 impl Asset {
+    /// The Sender Score at `check`.
+    fn score_at(&self, check: i64) -> i64 {
+        80 - 12 * self.drops.iter().filter(|&&d| d <= check).count() as i64
+    }
+
+    /// 1 when SNDS says the asset is blocked at `check`.
+    fn blocked_at(&self, check: i64) -> i64 {
+        i64::from(self.blocks.iter().any(|&(a, b)| a <= check && check < b))
+    }
+
     fn count_at(&self, check: i64) -> i64 {
         let named = self.listings.iter().map(|(_, s, e)| (*s, *e));
         let periods = named.chain(self.unnamed.iter().copied());
@@ -119,6 +136,13 @@ fn set_api(api: &SimulatedApi, story: &Story, minute: i64, base: i64) {
             .expect("the asset is in the list");
         item["blacklisted"] = json!(count);
         item["blacklisted_change"] = json!({ "last_check": change });
+        let score = asset.score_at(check);
+        item["senderscore"] = json!(score);
+        item["senderscore_change"] = json!({ "last_check": score - asset.score_at(check - CHECK) });
+        let blocked = asset.blocked_at(check);
+        item["snds_blocked"] = json!(blocked);
+        item["snds_blocked_change"] =
+            json!({ "last_check": blocked - asset.blocked_at(check - CHECK) });
         api.set_report(
             &asset.name,
             asset.report(count, change, minute, check, base),
@@ -134,8 +158,16 @@ fn set_api(api: &SimulatedApi, story: &Story, minute: i64, base: i64) {
 }
 
 /// What is served of an asset: its list count, the listings its report names, the story's
-/// minute its report says the count rose, and the listings ended that rise is net of.
-type Served = (Option<i64>, Option<i64>, Option<i64>, Option<i64>);
+/// minute its report says the count rose, the listings ended that rise is net of, and the
+/// score's and the SNDS block's missed changes.
+type Served = (
+    Option<i64>,
+    Option<i64>,
+    Option<i64>,
+    Option<i64>,
+    Option<i64>,
+    Option<i64>,
+);
 
 /// What a scrape serves of `asset`, minute 0 at `base` (Unix seconds).
 fn served(body: &str, asset: &str, base: i64) -> Served {
@@ -147,6 +179,8 @@ fn served(body: &str, asset: &str, base: i64) -> Served {
         value("reputation_blacklistings_named"),
         value("reputation_blacklistings_rise_timestamp_seconds").map(|at| (at - base) / 60),
         value("reputation_blacklistings_rise_ended"),
+        value("reputation_senderscore_missed_change"),
+        value("reputation_snds_blocked_missed_change"),
     )
 }
 
@@ -224,7 +258,7 @@ async fn replay(story: &Story) {
             let want = asset.served[minute as usize];
             if got != want {
                 mismatches.push(format!(
-                    "story {} minute {minute}, {}: the exporter serves (count, named, rose) {got:?}, the model {want:?}",
+                    "story {} minute {minute}, {}: the exporter serves (count, named, rose, ended, score missed, block missed) {got:?}, the model {want:?}",
                     story.seed, asset.name
                 ));
             }
@@ -249,6 +283,15 @@ async fn the_stories_model_serves_what_the_exporter_serves_minute_by_minute() {
         "an outage past max_age"
     );
     assert!(any(&|s| !s.report_fails.is_empty()), "failing reports");
+    let missed = |i: usize| {
+        any(&|s| {
+            s.assets
+                .iter()
+                .any(|a| a.served.iter().any(|x| [x.4, x.5][i].is_some()))
+        })
+    };
+    assert!(missed(0), "a score drop no list showed");
+    assert!(missed(1), "an SNDS block no list showed");
     assert!(
         any(&|s| s
             .assets
