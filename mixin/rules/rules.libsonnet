@@ -92,16 +92,30 @@
   // listings the check before counted that ended by the rise's): as many more began. 0 where
   // no current report dates the rise.
   local riseEnded = '(max without (%s) (reputation_blacklistings_rise_ended{%s} %s) or on (%s) %s * 0)' % [c.replicaLabel, c.selector, riseReplicas, asset, riseMax],
+  // The latest a listing of the rise can have begun: the rise's date (riseDate) where it falls
+  // after the newest list a current replica served the minute before the rules first saw the
+  // rise (the bound of asset:reputation_blacklistings_change:after, an API check interval
+  // on): then it is the check that counted the rise, made between those two polls. Else
+  // when the rules first saw the rise (first_seen): a date outside that window is a sample's
+  // (a count history of daily entries), not the check's, and after an outage or a restart of
+  // every replica there is no such list to tell.
+  local riseLatest = '(%(date)s > on (%(asset)s) %(after)s + %(check)d or %(seen)s)' % {
+    date: riseDate,
+    asset: asset,
+    after: rec('asset:reputation_blacklistings_change:after'),
+    check: c.apiCheckSeconds,
+    seen: rec('asset:reputation_blacklistings_change:first_seen'),
+  },
   // The listings the pages hold that explain a rise: begun since the API check before it,
   // where a current report dates it (riseDate); else in the two API check intervals before
   // the list's poll (until the report that follows the list dates it, and not for a rise
   // whose page already stands: replicas back from a cold start serve no date until their
   // reports come), and after the bound the rules had when they first saw the rise
-  // (asset:reputation_blacklistings_change:after). Not one begun after the rules first saw
-  // the rise (first_seen).
+  // (asset:reputation_blacklistings_change:after). Not one begun after the latest the rise's
+  // listings can have begun (riseLatest).
   local explaining =
     local since = rec('asset_blacklist:reputation_blacklist_listed_since:new');
-    '(%(since)s > on (%(asset)s) group_left %(date)s - %(check)d\nor\n(%(since)s > on (job, %(a)s) group_left max by (job, %(a)s) (%(current)s) - %(checks)d\nunless on (%(asset)s) %(date)s\nunless on (%(asset)s) %(unnamed)s offset 1m\nunless on (%(asset)s, blacklist) (%(since)s <= on (%(asset)s) group_left %(after)s)))\n<= on (%(asset)s) group_left %(seen)s' % {
+    '(%(since)s > on (%(asset)s) group_left %(date)s - %(check)d\nor\n(%(since)s > on (job, %(a)s) group_left max by (job, %(a)s) (%(current)s) - %(checks)d\nunless on (%(asset)s) %(date)s\nunless on (%(asset)s) %(unnamed)s offset 1m\nunless on (%(asset)s, blacklist) (%(since)s <= on (%(asset)s) group_left %(after)s)))\n<= on (%(asset)s) group_left () %(seen)s' % {
       since: since,
       asset: asset,
       date: riseDate,
@@ -111,7 +125,7 @@
       checks: 2 * c.apiCheckSeconds,
       unnamed: rec('asset:reputation_blacklistings_change:unnamed'),
       after: rec('asset:reputation_blacklistings_change:after'),
-      seen: rec('asset:reputation_blacklistings_change:first_seen'),
+      seen: riseLatest,
     },
 
   prometheusRules+:: {
@@ -376,22 +390,23 @@
           // A rise of the list's count at the API's last check, once every current replica
           // has seen it (the one that reports on the asset among them), that no report names:
           // the report names fewer listings than the list counts, and fewer listings explain
-          // it (`explaining`: begun since the API check before the rise, and before the rules
-          // first saw it) than the count rose by, of the listings the pages hold (so that a
+          // it (`explaining`: begun since the API check before the rise, and by the latest
+          // its listings can have begun) than the count rose by, of the listings the pages hold (so that a
           // cold start of the replica reporting on the asset explains nothing away). A listing
-          // begun after the rules first saw the rise does not count among those named either.
+          // begun after the latest the rise's listings can have begun (riseLatest: the rise's
+          // check, or when the rules first saw it) does not count among those named either.
           // Its value is the rise.
           {
             record: 'asset:reputation_blacklistings_change:unnamed',
             local since = rec('asset_blacklist:reputation_blacklist_listed_since:new'),
             expr: held(
               self.record,
-              '%(rise)s and on (%(asset)s) %(every)s\nunless on (%(asset)s)\n(%(named)s - (count without (blacklist) (%(since)s > on (%(asset)s) group_left %(seen)s) or %(named)s * 0) >= %(count)s\nor count without (blacklist) (%(explaining)s) >= %(ended)s + on (%(asset)s) group_right %(rise)s)' % {
+              '%(rise)s and on (%(asset)s) %(every)s\nunless on (%(asset)s)\n(%(named)s - (count without (blacklist) (%(since)s > on (%(asset)s) group_left () %(seen)s) or %(named)s * 0) >= %(count)s\nor count without (blacklist) (%(explaining)s) >= %(ended)s + on (%(asset)s) group_right %(rise)s)' % {
                 asset: asset,
                 every: everySees('reputation_blacklistings_change', 'asset:reputation_blacklistings_change:unnamed', 'count without (%s) (%s)' % [c.replicaLabel, rec('replica_asset:reputation_blacklistings_change:current')]),
                 rise: riseMax,
                 ended: riseEnded,
-                seen: rec('asset:reputation_blacklistings_change:first_seen'),
+                seen: riseLatest,
                 since: since,
                 named: rec('asset:reputation_blacklistings_named:max'),
                 count: rec('asset:reputation_blacklistings:rising'),

@@ -1,5 +1,7 @@
 //! The exporter's model of the fleet: assets and their report data, mapped from the API's JSON
-//! by the value rules of docs/upstream.md, independent of how they are stored or written.
+//! by the value rules of docs/upstream.md, independent of how they are stored or written; and
+//! what a list said of each asset's values, kept to tell the next list's changes no list
+//! showed ([`memory`]).
 
 pub mod asset;
 pub mod memory;

@@ -31,7 +31,8 @@ story at once (each its own account):
               without an event, no old news, every end closed;
   pages       each event pages exactly once (a listing: one alert, named when a report can
               name it), whatever restarts, rollouts, outages and replicas that disagree (a
-              page due after the story ends may count or not);
+              page due after the story ends may count or not; what the API's data cannot
+              tell, as the runbook lists it, may page or not);
   lost        no resolution is swallowed by an inhibition.
 
 Stories run in batches of one length, one promtool test file each, on every core. A story
@@ -682,8 +683,23 @@ def oracle(st, views):
             return k not in counted
 
         runs = {c for c in counted if run_begins(c)}
-        pages += [(max(c, 0), max(c, 0)) for c in runs]
+
+        def undated(c):
+            """Whether the rise of check `c` may go unpaged, taken for a named listing: no
+            replica's list was current when the first poll after it showed it (an outage, every
+            replica restarting), and a listing a report names began between the check and that
+            poll. Nothing the exporter has then says which of them the check counted: the
+            report's count history dates the rise, but its dates may be a daily sample's,
+            which only the lists of a moment before could tell from the check's."""
+            first_poll = next((m for m in range(max(c, 0), minutes) if polled(m)), minutes)
+            if any(polled(m) for m in range(max(first_poll - POLL - 1, 0), first_poll)):
+                return False
+            return any(b is not None and c < s <= first_poll for b, s, _ in a.listings)
+
+        undated_runs = {c for c in runs if undated(c)}
+        pages += [(max(c, 0), max(c, 0)) for c in runs - undated_runs]
         lo, hi = page_count(pages, seen, minutes)
+        hi += page_count([(max(c, 0), max(c, 0)) for c in undated_runs], seen, minutes)[1]
         # A listing a report names after the check that counted it, at the first check of a run
         # of the count's page (a listing no report names rose the count at that check too): the
         # count's page takes the first begun of them for its own once the page is open before
