@@ -14,39 +14,55 @@
 //! [`Asset::snds_blocked_missed_change`]) as the list arrives, and keeps the new list's values
 //! for the next one.
 //!
-//! The values are kept by a 64-bit hash of the asset's name, 24 bytes an asset, whatever the
-//! length of the names: a million assets cost about 28 MiB. Two names of one list sharing a
-//! hash is a chance of about 1 in 30 million at that size; it would mix up their missed changes
-//! only.
+//! The values are kept by a 64-bit hash of the asset's name, in the order the list sent them,
+//! 20 bytes an asset whatever the length of the names (a million assets: 19 MiB, and 256 KiB of
+//! index). The next list, sent in the same order, finds each asset where the last one left off,
+//! reading the memory straight through; an asset out of that order is found by an index of the
+//! hashes (sorted, with a table of where each 16-bit prefix begins), so that a list in another
+//! order costs a few cache misses an asset, not a search of the whole memory. Two names of one
+//! list sharing a hash is a chance of about 1 in 30 million at that size; it would mix up their
+//! missed changes only.
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hash as _, Hasher};
+use std::hash::{Hash as _, Hasher as _};
 
 use super::{Asset, AssetSink};
 
-/// One list's Sender Scores and SNDS blocks, by asset.
+/// One list's Sender Scores, SNDS blocks and their changes, by asset.
 #[derive(Debug, Default)]
 pub struct ListMemory {
-    values: HashMap<u64, Remembered, BuildHasherDefault<Prehashed>>,
+    /// In the order the list sent them.
+    entries: Vec<Entry>,
+    /// Positions in `entries`, sorted by key.
+    by_key: Vec<u32>,
+    /// `by_key[starts[p]..starts[p + 1]]` are the positions of the entries whose key's top 16
+    /// bits are `p` (empty while `entries` is).
+    starts: Vec<u32>,
 }
 
-/// What a list said of one asset: each value and its change at the last check (NaN: none).
+/// One asset: the hash of its name and what the list said of it.
 #[derive(Debug, Clone, Copy)]
-struct Remembered {
+struct Entry {
+    key: u64,
     senderscore: Value,
     snds_blocked: Value,
 }
 
-/// A value and its change at the API's last check, as a list said them (NaN: none).
-#[derive(Debug, Clone, Copy)]
+/// A value and its change at the API's last check, as a list said them: whole numbers, as the
+/// API sends them; [`Value::NONE`] for none, or for a number that is not a small whole one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Value {
-    value: f32,
-    change: f32,
+    value: i16,
+    change: i16,
 }
 
 impl Value {
+    const NONE: i16 = i16::MIN;
+
     fn of(value: Option<f64>, change: Option<f64>) -> Value {
-        let kept = |v: Option<f64>| v.map_or(f32::NAN, |v| v as f32);
+        let kept = |v: Option<f64>| match v {
+            Some(v) if v.fract() == 0.0 && v.abs() <= f64::from(i16::MAX) => v as i16,
+            _ => Value::NONE,
+        };
         Value {
             value: kept(value),
             change: kept(change),
@@ -57,40 +73,107 @@ impl Value {
     /// and its change as the next list says them): `None` when neither moved (no check need
     /// have come), either value is missing, or the last check accounts for the whole move.
     fn missed(self, now: Value) -> Option<f64> {
-        let same = |a: f32, b: f32| a == b || (a.is_nan() && b.is_nan());
-        if self.value.is_nan() || now.value.is_nan() {
+        if self.value == Value::NONE || now.value == Value::NONE || self == now {
             return None;
         }
-        if same(self.value, now.value) && same(self.change, now.change) {
-            return None;
-        }
-        let change = if now.change.is_nan() { 0.0 } else { now.change };
-        let missed = f64::from(now.value) - f64::from(self.value) - f64::from(change);
-        (missed != 0.0).then_some(missed)
+        let change = if now.change == Value::NONE {
+            0
+        } else {
+            now.change
+        };
+        let missed = i32::from(now.value) - i32::from(self.value) - i32::from(change);
+        (missed != 0).then_some(f64::from(missed))
     }
 }
 
+/// Bits of a key that index [`ListMemory::starts`].
+const PREFIX_BITS: u32 = 16;
+
 impl ListMemory {
+    /// The memory of these entries, in the order the list sent them.
+    fn of(mut entries: Vec<Entry>) -> ListMemory {
+        if entries.is_empty() {
+            return ListMemory::default();
+        }
+        entries.shrink_to_fit();
+        // The index: positions counted into their prefix's run, then each (short) run sorted.
+        let prefix = |e: &Entry| (e.key >> (64 - PREFIX_BITS)) as usize;
+        let mut starts = vec![0u32; (1 << PREFIX_BITS) + 1];
+        for entry in &entries {
+            starts[prefix(entry) + 1] += 1;
+        }
+        for p in 1..starts.len() {
+            starts[p] += starts[p - 1];
+        }
+        let mut filled = starts.clone();
+        let mut by_key = vec![0u32; entries.len()];
+        for (position, entry) in entries.iter().enumerate() {
+            let slot = &mut filled[prefix(entry)];
+            by_key[*slot as usize] = position as u32;
+            *slot += 1;
+        }
+        for run in starts.windows(2) {
+            by_key[run[0] as usize..run[1] as usize]
+                .sort_unstable_by_key(|&i| entries[i as usize].key);
+        }
+        ListMemory {
+            entries,
+            by_key,
+            starts,
+        }
+    }
+
     /// How many assets it remembers.
     pub fn len(&self) -> usize {
-        self.values.len()
+        self.entries.len()
     }
 
     /// Whether it remembers none.
     pub fn is_empty(&self) -> bool {
-        self.values.is_empty()
+        self.entries.is_empty()
     }
 
-    fn get(&self, name: &str) -> Option<Remembered> {
-        self.values.get(&key(name)).copied()
-    }
-
-    fn insert(&mut self, asset: &Asset) {
-        let remembered = Remembered::of(asset);
-        if remembered.senderscore.value.is_nan() && remembered.snds_blocked.value.is_nan() {
-            return;
+    /// The entry of `key`, looked for first at `*next` (where the last one found left off) and
+    /// then by the index; `*next` is moved past the one found.
+    fn find(&self, key: u64, next: &mut usize) -> Option<&Entry> {
+        if let Some(entry) = self.entries.get(*next)
+            && entry.key == key
+        {
+            *next += 1;
+            return Some(entry);
         }
-        self.values.insert(key(&asset.name), remembered);
+        let position = self.position(key)?;
+        *next = position + 1;
+        Some(&self.entries[position])
+    }
+
+    /// Where the entry of `key` is, by the index.
+    fn position(&self, key: u64) -> Option<usize> {
+        if self.entries.is_empty() {
+            return None;
+        }
+        let prefix = (key >> (64 - PREFIX_BITS)) as usize;
+        let run = &self.by_key[self.starts[prefix] as usize..self.starts[prefix + 1] as usize];
+        let found = run.binary_search_by_key(&key, |&i| self.entries[i as usize].key);
+        found.ok().map(|i| run[i] as usize)
+    }
+
+    #[cfg(test)]
+    fn get(&self, key: u64) -> Option<&Entry> {
+        self.position(key).map(|i| &self.entries[i])
+    }
+}
+
+impl Entry {
+    /// What `asset` says, or nothing worth keeping.
+    fn of(asset: &Asset) -> Option<Entry> {
+        let senderscore = Value::of(asset.senderscore, asset.senderscore_change);
+        let snds_blocked = Value::of(asset.snds_blocked, asset.snds_blocked_change);
+        (senderscore.value != Value::NONE || snds_blocked.value != Value::NONE).then(|| Entry {
+            key: key(&asset.name),
+            senderscore,
+            snds_blocked,
+        })
     }
 }
 
@@ -102,68 +185,46 @@ fn key(name: &str) -> u64 {
     hasher.finish()
 }
 
-/// The hasher of keys that are hashes already.
-#[derive(Debug, Default)]
-struct Prehashed(u64);
-
-impl Hasher for Prehashed {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &byte in bytes {
-            self.0 = self.0.rotate_left(8) ^ u64::from(byte);
-        }
-    }
-
-    fn write_u64(&mut self, value: u64) {
-        self.0 = value;
-    }
-}
-
-impl Remembered {
-    fn of(asset: &Asset) -> Remembered {
-        Remembered {
-            senderscore: Value::of(asset.senderscore, asset.senderscore_change),
-            snds_blocked: Value::of(asset.snds_blocked, asset.snds_blocked_change),
-        }
-    }
-}
-
 /// A sink that sets each asset's missed changes from the previous list's memory, remembers
 /// the asset for the next list, and hands it on.
 #[derive(Debug)]
 pub struct Remembering<S> {
     inner: S,
     previous: Option<std::sync::Arc<ListMemory>>,
-    next: ListMemory,
+    /// Where in the previous memory the next asset is looked for first.
+    cursor: usize,
+    next: Vec<Entry>,
 }
 
 impl<S> Remembering<S> {
     /// Around `inner`, with the memory of the previous list taken, if there is one.
     pub fn new(inner: S, previous: Option<std::sync::Arc<ListMemory>>) -> Self {
+        let next = Vec::with_capacity(previous.as_ref().map_or(0, |p| p.len()));
         Remembering {
             inner,
             previous,
-            next: ListMemory::default(),
+            cursor: 0,
+            next,
         }
     }
 
     /// The inner sink, and the memory of this list.
     pub fn finish(self) -> (S, ListMemory) {
-        (self.inner, self.next)
+        (self.inner, ListMemory::of(self.next))
     }
 }
 
 impl<S: AssetSink> AssetSink for Remembering<S> {
     fn push(&mut self, mut asset: Asset) {
-        if let Some(before) = self.previous.as_ref().and_then(|p| p.get(&asset.name)) {
-            let now = Remembered::of(&asset);
+        let now = Entry::of(&asset);
+        if let Some(now) = &now
+            && let Some(before) =
+                (self.previous.as_ref()).and_then(|p| p.find(now.key, &mut self.cursor))
+        {
             asset.senderscore_missed_change = before.senderscore.missed(now.senderscore);
             asset.snds_blocked_missed_change = before.snds_blocked.missed(now.snds_blocked);
         }
-        self.next.insert(&asset);
+        self.next.extend(now);
         self.inner.push(asset);
     }
 }
@@ -285,6 +346,55 @@ mod tests {
     }
 
     #[test]
+    fn every_asset_of_a_large_list_is_found_and_no_other() {
+        let names: Vec<String> = (0..50_000)
+            .map(|i| format!("10.{}.{}.{}", i >> 16, (i >> 8) & 255, i & 255))
+            .collect();
+        let mut sink = Remembering::new(AssetSet::default(), None);
+        for (i, name) in names.iter().enumerate() {
+            sink.push(asset(name, ((i % 100) as f64, 0.0), None));
+        }
+        let (_, memory) = sink.finish();
+        assert_eq!(memory.len(), names.len());
+        for (i, name) in names.iter().enumerate() {
+            let entry = memory.get(key(name)).expect("every name is found");
+            assert_eq!(entry.senderscore.value, (i % 100) as i16, "{name}");
+        }
+        assert!(memory.get(key("192.0.2.1")).is_none() && memory.get(key("")).is_none());
+        assert_eq!(std::mem::size_of::<Entry>() + 4, 20, "20 bytes an asset");
+    }
+
+    #[test]
+    fn a_list_in_another_order_or_with_assets_added_and_gone_is_compared_asset_by_asset() {
+        let first: Vec<Asset> = (0..1_000)
+            .map(|i| asset(&format!("a{i}"), (80.0, 0.0), None))
+            .collect();
+        // Reversed, one gone, one new: every asset that was there before dropped 12 points at
+        // a check before the last.
+        let mut second: Vec<Asset> = (1..1_000)
+            .rev()
+            .map(|i| asset(&format!("a{i}"), (68.0, 0.0), None))
+            .collect();
+        second.insert(500, asset("new", (10.0, 0.0), None));
+        let served = polls(vec![first, second]);
+        let missed: Vec<(&str, Option<f64>)> = served[1]
+            .iter()
+            .map(|a| (a.name.as_str(), a.senderscore_missed_change))
+            .collect();
+        assert_eq!(missed.iter().filter(|m| m.1 == Some(-12.0)).count(), 999);
+        assert!(missed.contains(&("new", None)));
+    }
+
+    #[test]
+    fn a_value_that_is_not_a_small_whole_number_is_not_compared() {
+        let served = polls(vec![
+            vec![asset("a", (70.5, 0.0), None), asset("b", (1e9, 0.0), None)],
+            vec![asset("a", (50.5, 0.0), None), asset("b", (1.0, 0.0), None)],
+        ]);
+        assert_eq!(missed_of(&served[1]), vec![(None, None), (None, None)]);
+    }
+
+    #[test]
     fn the_memory_holds_only_assets_with_a_value() {
         let mut nothing = asset("nothing", (0.0, 0.0), None);
         nothing.senderscore = None;
@@ -293,6 +403,6 @@ mod tests {
         sink.push(asset("scored", (70.0, 0.0), None));
         let (_, memory) = sink.finish();
         assert_eq!(memory.len(), 1);
-        assert!(memory.get("scored").is_some() && memory.get("nothing").is_none());
+        assert!(memory.get(key("scored")).is_some() && memory.get(key("nothing")).is_none());
     }
 }

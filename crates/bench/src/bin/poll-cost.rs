@@ -1,13 +1,14 @@
 //! What turning a fetched list into the served snapshot costs, against what `serde_json` alone
 //! takes to parse the same bytes into `serde_json::Value`:
 //! `cargo run --release --bin poll-cost -- ASSETS [RUNS]`.
-//! Prints `assets value_parse_ms poll_ms ratio` (medians of RUNS runs).
+//! Prints `assets value_parse_ms poll_ms ratio` (medians of RUNS runs). The poll compares each
+//! asset with the previous list's memory and keeps its own, as the poller does.
 
 use std::sync::Arc;
 use std::time::Instant;
 
-use reputation_exporter::model::AssetSet;
-use reputation_exporter::snapshot::{ListPart, Snapshot};
+use reputation_exporter::model::{AssetSet, AssetSink as _, Remembering};
+use reputation_exporter::snapshot::{ListBuilder, Snapshot};
 use reputation_exporter::vocabulary::Kind;
 use reputation_simulate::ip_item;
 
@@ -32,10 +33,14 @@ fn main() {
     let value = median_ms(runs, || {
         std::hint::black_box(serde_json::from_slice::<serde_json::Value>(&body).unwrap());
     });
+    let mut memory = None;
     let poll = median_ms(runs, || {
         let decoded = AssetSet::decode(&body, Kind::Ip, 64).unwrap();
-        let list = ListPart::new(Kind::Ip, decoded.set);
-        let snapshot = Snapshot::build(Some(Arc::new(list)), None, None, true, 1);
+        let mut builder = Remembering::new(ListBuilder::new(Kind::Ip, 1), memory.take());
+        decoded.set.assets.into_iter().for_each(|a| builder.push(a));
+        let (builder, remembered) = builder.finish();
+        memory = Some(Arc::new(remembered));
+        let snapshot = Snapshot::build(Some(Arc::new(builder.finish())), None, None, true, 1);
         std::hint::black_box(snapshot);
     });
     println!("{n} {value:.1} {poll:.1} {:.2}", poll / value);
