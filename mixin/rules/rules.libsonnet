@@ -64,15 +64,22 @@
   // for an event where no replica had polled for missedBlindSeconds in the last missedWindow:
   // a replica back from its own outage while another polled on missed nothing the other did
   // not see. Aggregated as the change (the mildest of the current replicas that serve one).
+  // Only from replicas that went blind with the last of those that did (their earliest list in
+  // the window within currentSlackSeconds of the latest of the blind ones): one cut off from
+  // the API long before, back as an outage ends, compares its own old list with the new and
+  // would serve again a change the others saw and paged.
   local missed(metric, condition, aggregation) =
-    '%(agg)s without (%(r)s) (%(current)s)\nand on (job, %(a)s) max_over_time(%(age)s[%(window)s]) > %(blind)d' % {
+    local previous = 'min without (endpoint, %s) (min_over_time(reputation_last_success_timestamp_seconds{%s, %s}[%s]))' % [c.shardLabel, c.selector, lists, c.missedWindow];
+    '%(agg)s without (%(r)s) (%(current)s and on (job, %(a)s, %(r)s) %(previous)s >= on (job, %(a)s) group_left max by (job, %(a)s) (%(previous)s < time() - %(blind)d) - %(slack)d)\nand on (job, %(a)s) max_over_time(%(age)s[%(window)s]) > %(blind)d' % {
       agg: aggregation,
       r: c.replicaLabel,
       a: c.accountLabel,
       current: current('%s{%s} %s' % [metric, c.selector, condition]),
+      previous: previous,
       age: rec('account:reputation_last_success_age_seconds:max'),
       window: c.missedWindow,
       blind: c.missedBlindSeconds,
+      slack: c.currentSlackSeconds,
     },
   local rise = 'reputation_blacklistings_change{%s} > 0' % c.selector,
   // How many blacklists a rise added: the most any current replica saw.

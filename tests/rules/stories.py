@@ -31,17 +31,18 @@ story at once (each its own account):
               without an event, no old news, every end closed;
   pages       each event pages exactly once (a listing: one alert, named when a report can
               name it), whatever restarts, rollouts, outages and replicas that disagree (a
-              page due after the story ends may count or not; what the API's data cannot
-              tell, as the runbook lists it, may page or not);
+              page due after the story ends, or for an event over before its deadline, may
+              count or not; what the API's data cannot tell, as the runbook lists it, may
+              page or not);
   lost        no resolution is swallowed by an inhibition.
 
 Stories run in batches of one length, one promtool test file each, on every core. A story
-that breaks a promise is printed with its seed; `--replay SEED --write DIR` writes it as a
-promtool test file that can be committed as a regression (promtool test rules DIR/*.yml), and
-`--trace N` prints what fires every N minutes. `--open FILE` names the stories known to break
-a promise (the open cases and gaps the runbook lists): they are printed and not failed, and one
-of them that keeps every promise fails the run until it is taken out of the file, so the list
-only shrinks.
+that breaks a promise is printed with its seed (`--stories 1 --seed SEED` checks it alone);
+`--replay SEED --write DIR` writes it as a promtool test file that can be committed as a
+regression (promtool test rules DIR/*.yml), and `--trace N` prints what fires every N minutes.
+`--open FILE` names the stories known to break a promise (the open cases and gaps the runbook
+lists): they are printed and not failed, and one of them that keeps every promise fails the run
+until it is taken out of the file, so the list only shrinks.
 """
 
 import argparse
@@ -647,8 +648,9 @@ def oracle(st, views):
             named_at = first_named(a, s, e) if b is not None and reported else None
             named = named_at is not None
             if named and st.count_at(a, ended) > 0:
-                # The lists still count a listing: only a report says which one ended.
-                ended = refreshed(a, ended, st.list_entry(a, ended) != st.list_entry(a, ended - CHECK))
+                # The lists still count a listing: only a report says which one ended (one that
+                # follows the list where its count or the count's change changed, as `serve`'s).
+                ended = refreshed(a, ended, st.list_entry(a, ended)[:2] != st.list_entry(a, ended - CHECK)[:2])
             close = min(all_seen(ended), news_end)
             rises = st.count_at(a, first) > st.count_at(a, first - CHECK)
             if rises and not any(polled(m) for m in range(max(first, 0), min(first + CHECK, st.minutes))):
@@ -724,7 +726,8 @@ def oracle(st, views):
         # One that no replica's list showed before the next check overwrote it (an API outage
         # of an hour or more) is over when the exporter first sees it: the first lists after
         # show it as missed, to a replica that remembers its list from before (no cold
-        # restart since), and it pages once from them. Without such a replica within a poll
+        # restart since), and it pages once from them, until the lists after them (held
+        # through an outage that begins before those). Without such a replica within a poll
         # of the first list back, nothing the exporter has says it happened: it may page.
         for family, checks in (("score", a.drops), ("snds", [c for c, _ in a.blocks])):
             events = []
@@ -733,7 +736,7 @@ def oracle(st, views):
             for c in checks:
                 if c < 0 or (a.checked_until is not None and c > a.checked_until):
                     continue
-                events.append((c, c, all_seen(c + CHECK)))
+                close = all_seen(c + CHECK)
                 if c + CHECK < minutes and not any(polled(m) for m in range(c, c + CHECK)):
                     back = next((m for m in range(c + CHECK, minutes) if polled(m)), minutes)
                     remembers = any(
@@ -742,9 +745,14 @@ def oracle(st, views):
                         for p in range(back, min(back + POLL, minutes))
                     )
                     if not remembers:
+                        events.append((c, c, close))
                         unknowable += 1
                         continue
-                pages.append((c, c))
+                    # Shown from the first lists back until the lists after them: an outage
+                    # that begins before those holds the page through it.
+                    close = max(close, all_seen(back + 1))
+                events.append((c, c, close))
+                pages.append((c, c, close))
             lo, hi = page_count(pages, seen, minutes)
             counts = (lo, hi + unknowable)
             out.append(window(a.labels, family, events, counts, seen, due_at, minutes))
@@ -812,15 +820,17 @@ def page_deadline(visible, seen, minutes):
 
 def page_count(pages, seen, minutes):
     """The fewest and the most pages the receiver counts by the story's end, of `pages`, each
-    (may open from, visible from): one paged by its deadline counts; one that cannot open
-    before the last minute (the receiver counts an alert a minute after it fires) does not; one
-    in between may."""
+    (may open from, visible from) or (may open from, visible from, over at): one paged by its
+    deadline counts; one that cannot open before the last minute (the receiver counts an alert
+    a minute after it fires) does not, nor one over by its deadline (it is not due: `window`);
+    one in between may."""
     lo = hi = 0
-    for opens, visible in pages:
+    for opens, visible, *over in pages:
         if opens >= minutes - 1:
             continue
         hi += 1
-        lo += page_deadline(visible, seen, minutes) <= minutes - 3
+        deadline = page_deadline(visible, seen, minutes)
+        lo += deadline <= minutes - 3 and all(deadline < close for close in over)
     return lo, hi
 
 
