@@ -313,8 +313,13 @@ import json, sys
 dashboard = json.load(open(sys.argv[1]))
 [expr] = [t["expr"] for p in dashboard["panels"] if p["title"] == "Shards missing" for t in p["targets"]]
 print(expr.replace("$job", ".+").replace("$account", ".+").replace("[3m]", "[40s]"))' deploy/grafana/dashboard.json)
-shown=$(query "$global_port" "$panel")
-[ "$shown" = 1 ] || fail "the fleet view's Shards missing panel shows '$shown', not 1 ($panel)"
+# On a busy machine the federated samples of the shards still scraped may lag the alert by a
+# scrape, and the panel's window then misses one of them too: it says 1 within a few scrapes.
+panel_says_one() {
+    shown=$(query "$global_port" "$panel")
+    [ "$shown" = 1 ]
+}
+wait_for "the fleet view's Shards missing panel showing 1 ($panel)" 60 panel_says_one
 echo "fleet: shard $dropped no longer scraped: ReputationShardsMissing fires on the global view ($seen of 4 shards); the fleet view shows 1 shard missing"
 
 # Server 0 dies (SIGKILL, as a crash or a lost machine: no stale markers, so federation and
