@@ -12,6 +12,10 @@
     'max without (%s) (%s{%s%s})' % [c.replicaLabel, metric, c.selector, if matchers == '' then '' else ', ' + matchers],
   local asset = kept('kind, asset'),
   local lists = 'endpoint=~"ip-list|domain-list"',
+  // A Prometheus duration of one unit ('2m', '1h', '30s') in seconds.
+  local seconds(d) =
+    local n = std.parseInt(std.substr(d, 0, std.length(d) - 1));
+    n * { s: 1, m: 60, h: 3600 }[d[std.length(d) - 1]],
   // A recorded series of this group, as the alerts and the group itself read it.
   local rec(name) = '%s{%s}' % [name, c.selector],
   // `expr` (per-asset series of the replicas) kept for the replicas whose lists are current.
@@ -65,12 +69,13 @@
   // a replica back from its own outage while another polled on missed nothing the other did
   // not see. Aggregated as the change (the mildest of the current replicas that serve one).
   // Only from replicas that went blind with the last of those that did (their earliest list in
-  // the window within currentSlackSeconds of the latest of the blind ones): one cut off from
-  // the API long before, back as an outage ends, compares its own old list with the new and
-  // would serve again a change the others saw and paged.
+  // the window no older than the latest of the blind ones): one cut off from the API long
+  // before, back as an outage ends, or one that polled last before another's last poll of the
+  // outage, compares an older list with the new and would serve again a change the other saw
+  // and paged.
   local missed(metric, condition, aggregation) =
     local previous = 'min without (endpoint, %s) (min_over_time(reputation_last_success_timestamp_seconds{%s, %s}[%s]))' % [c.shardLabel, c.selector, lists, c.missedWindow];
-    '%(agg)s without (%(r)s) (%(current)s and on (job, %(a)s, %(r)s) %(previous)s >= on (job, %(a)s) group_left max by (job, %(a)s) (%(previous)s < time() - %(blind)d) - %(slack)d)\nand on (job, %(a)s) max_over_time(%(age)s[%(window)s]) > %(blind)d' % {
+    '%(agg)s without (%(r)s) (%(current)s and on (job, %(a)s, %(r)s) %(previous)s >= on (job, %(a)s) group_left max by (job, %(a)s) (%(previous)s < time() - %(blind)d))\nand on (job, %(a)s) max_over_time(%(age)s[%(window)s]) > %(blind)d' % {
       agg: aggregation,
       r: c.replicaLabel,
       a: c.accountLabel,
@@ -79,7 +84,6 @@
       age: rec('account:reputation_last_success_age_seconds:max'),
       window: c.missedWindow,
       blind: c.missedBlindSeconds,
-      slack: c.currentSlackSeconds,
     },
   local rise = 'reputation_blacklistings_change{%s} > 0' % c.selector,
   // How many blacklists a rise added: the most any current replica saw.
@@ -433,28 +437,57 @@
             record: 'asset:reputation_blacklistings_change:paged_since',
             expr: '%s\nor\n%s offset 1m > time() - %d' % [rec('asset:reputation_blacklistings_change:paging_since'), rec('asset:reputation_blacklistings_change:paged_since'), c.listingNewSeconds],
           },
-          // The listing the count's page announced: begun before that page began, and first
+          // Of the last count page: the bound its rise had when the page began (the :after
+          // of then: its listings began later), and when the count page before it began;
+          // remembered with it. A listing a report names late that began by both was an
+          // earlier count page's (the reporting replica cut off through two rises or more).
+          {
+            record: 'asset:reputation_blacklistings_change:paged_after',
+            local since = rec('asset:reputation_blacklistings_change:paged_since'),
+            expr: '%(after)s and on (%(asset)s) %(paging)s == time()\nor\n%(own)s offset 1m and on (%(asset)s) (%(since)s == %(since)s offset 1m)' % {
+              after: rec('asset:reputation_blacklistings_change:after'),
+              asset: asset,
+              paging: rec('asset:reputation_blacklistings_change:paging_since'),
+              own: rec('asset:reputation_blacklistings_change:paged_after'),
+              since: since,
+            },
+          },
+          {
+            record: 'asset:reputation_blacklistings_change:paged_before',
+            local since = rec('asset:reputation_blacklistings_change:paged_since'),
+            expr: '%(since)s offset 1m and on (%(asset)s) %(paging)s == time()\nor\n%(own)s offset 1m and on (%(asset)s) (%(since)s == %(since)s offset 1m)' % {
+              asset: asset,
+              paging: rec('asset:reputation_blacklistings_change:paging_since'),
+              own: rec('asset:reputation_blacklistings_change:paged_before'),
+              since: since,
+            },
+          },
+          // The listing the count's page announced: begun listingCountFor or more before that
+          // page began (a listing of its rise began before the check that counted it, which the
+          // rules saw before the rise had stood listingCountFor; one begun later is the next
+          // check's, and pages by name), and first
           // named (a report that came late) when no rise is left unnamed, or while one is, as
           // one of the listings that explain it (the page says "2 more" and a report names
           // one of the two); of several named at once, the one begun first, and one a page
-          // (the others page by name). Its value is when that page began; remembered while
-          // the listing is new. One listing, one page. A listing first named that began
-          // before the standing page's rise (its bound, :after), while that page began with
-          // the rise, was an earlier page's, closed since (two rises an API check apart, the
-          // reporting replica cut off through both): taken too, valued when it began.
+          // (the others page by name), or while the page stands, one begun after the bound its
+          // rise had when the page began (:paged_after). Its value is when that page began;
+          // remembered while the listing is new. One listing, one page. A listing first named
+          // that began by that bound and listingCountFor before the count page before it
+          // began (:paged_before) was that earlier page's (rises an API check or more apart,
+          // the reporting replica cut off through them): taken too, valued when it began.
           {
             record: 'asset_blacklist:reputation_blacklist_listed_since:counted',
             local name = 'asset_blacklist:reputation_blacklist_listed_since:counted',
             local since = rec('asset_blacklist:reputation_blacklist_listed_since:new'),
             local fresh = '(%(since)s unless on (%(asset)s, blacklist) %(since)s offset 1m)' % { since: since, asset: asset },
-            local earlier = '%(fresh)s <= on (%(asset)s) group_left %(after)s and on (%(asset)s) (%(paged)s >= %(first)s)' % {
+            local earlier = '%(fresh)s <= on (%(asset)s) group_left %(after)s <= on (%(asset)s) group_left () (%(before)s - %(countFor)d)' % {
               fresh: fresh,
               asset: asset,
-              after: rec('asset:reputation_blacklistings_change:after'),
-              first: rec('asset:reputation_blacklistings_change:first_seen'),
-              paged: rec('asset:reputation_blacklistings_change:paged_since'),
+              after: rec('asset:reputation_blacklistings_change:paged_after'),
+              before: rec('asset:reputation_blacklistings_change:paged_before'),
+              countFor: seconds(c.listingCountFor),
             },
-            expr: '%(name)s offset 1m and on (%(asset)s, blacklist) %(since)s\nor\n%(paged)s >= on (%(asset)s) group_right bottomk by (%(asset)s) (1, (%(fresh)s unless on (%(asset)s) %(unnamed)s\nor %(fresh)s and on (%(asset)s, blacklist) (%(explaining)s)) unless on (%(asset)s, blacklist) (%(earlier)s))\nunless on (%(asset)s) (%(name)s offset 1m == on (%(asset)s) group_left %(paged)s)\nor\n%(earlier)s' % {
+            expr: '%(name)s offset 1m and on (%(asset)s, blacklist) %(since)s\nor\n%(paged)s >= on (%(asset)s) group_right () (bottomk by (%(asset)s) (1, (%(fresh)s unless on (%(asset)s) %(unnamed)s\nor %(fresh)s and on (%(asset)s, blacklist) (%(explaining)s)\nor %(fresh)s > on (%(asset)s) group_left %(pagedAfter)s <= on (%(asset)s) group_left () %(latest)s and on (%(asset)s) %(unnamed)s) unless on (%(asset)s, blacklist) (%(earlier)s)) + %(countFor)d)\nunless on (%(asset)s) (%(name)s offset 1m == on (%(asset)s) group_left %(paged)s)\nor\n%(earlier)s' % {
               since: since,
               fresh: fresh,
               earlier: earlier,
@@ -463,6 +496,9 @@
               paged: rec('asset:reputation_blacklistings_change:paged_since'),
               unnamed: rec('asset:reputation_blacklistings_change:unnamed'),
               explaining: explaining,
+              countFor: seconds(c.listingCountFor),
+              pagedAfter: rec('asset:reputation_blacklistings_change:paged_after'),
+              latest: riseLatest,
             },
           },
           // How long no replica has polled the account's lists (the older list endpoint's

@@ -23,7 +23,8 @@ says when each event must be paged and when nothing may be open; promtool checks
 story at once (each its own account):
 
   late        every event is paged by its deadline: a poll plus three minutes of the
-              exporter being able to see it (a replica up and reaching the API; not counting
+              exporter being able to see it (a replica up and reaching the API, Prometheus
+              running; not counting
               a stretch shorter than a poll that an outage or a restart cuts off, as no poll
               need fall in it);
   unexpected  nothing is open at the receiver outside an event's window (its first visibility
@@ -582,6 +583,13 @@ def oracle(st, views):
             m += 1
         return m
 
+    def paging(m):
+        """The first minute at or after `m` that counts toward a page's deadline: the exporter
+        can see the API's data and Prometheus runs (a Prometheus down evaluates nothing)."""
+        while m < minutes and not (can_see(m) and scraped(m)):
+            m += 1
+        return m
+
     def all_seen(m):
         """The minute by which every replica that can has polled since `m`, and some replica
         has (an outage that begins before any poll after `m` delays it to the first after)."""
@@ -624,6 +632,17 @@ def oracle(st, views):
             if r.reports_on(a.index)
         ]
         return min((m for m in firsts if m is not None), default=None)
+
+    def relisted(a, b, s):
+        """Whether `a`'s listing on `b` from `s` began again after one on the same blacklist
+        ended, with no minute between at which the exporter could see: its page, held through
+        that time and still news when the data is back, stays open as the same alert, and
+        the listing has no page of its own (the data never said the one before was over)."""
+        back = seen(s)
+        return any(
+            b0 == b and 0 <= e0 <= s and s0 + NEW > back and not any(can_see(m) for m in range(e0, s + 1)) and first_named(a, s0, e0) is not None
+            for b0, s0, e0 in a.listings
+        )
 
     out = []
     for a in st.assets:
@@ -668,21 +687,26 @@ def oracle(st, views):
             # A report names a listing from its start (a round may fetch it before the list's
             # check counts it); the list's count shows it from that check.
             events.append((max(s if named else first, 0), max(visible, 0), close))
+            if named and relisted(a, b, s):
+                continue  # the page of the listing before it, held, is its page
             if not named:
                 counted.add(first)
             elif rises and named_at > first:
                 late.append((s, first, named_at))
             else:
                 pages.append((named_at, max(visible, 0)))
-        # The count's page: one per run of checks that each show a rise (it stays open from the
-        # first rise to the first check without one, however many listings rose the count). A
-        # check no replica polls before the next one (an outage, restarts) shows nothing, so it
-        # does not end a run.
+        # The count's page: one per run of checks that each show a rise no report names by the
+        # page's deadline (it stays open from the first rise to the first check without one,
+        # however many listings rose the count). A check no replica polls before the next one
+        # (an outage, restarts) shows nothing, so it does not end a run. A listing a report
+        # names after that deadline rose the count unnamed: its check is part of a run too.
+        unnamed_checks = counted | {first for _, first, named_at in late if named_at >= page_deadline(first, paging, minutes)}
+
         def run_begins(c):
             k = c - CHECK
-            while k > c - minutes and k not in counted and not any(polled(m) for m in range(max(k, 0), min(k + CHECK, minutes))):
+            while k > c - minutes and k not in unnamed_checks and not any(polled(m) for m in range(max(k, 0), min(k + CHECK, minutes))):
                 k -= CHECK
-            return k not in counted
+            return k not in unnamed_checks
 
         runs = {c for c in counted if run_begins(c)}
 
@@ -700,8 +724,8 @@ def oracle(st, views):
 
         undated_runs = {c for c in runs if undated(c)}
         pages += [(max(c, 0), max(c, 0)) for c in runs - undated_runs]
-        lo, hi = page_count(pages, seen, minutes)
-        hi += page_count([(max(c, 0), max(c, 0)) for c in undated_runs], seen, minutes)[1]
+        lo, hi = page_count(pages, paging, minutes)
+        hi += page_count([(max(c, 0), max(c, 0)) for c in undated_runs], paging, minutes)[1]
         # A listing a report names after the check that counted it, at the first check of a run
         # of the count's page (a listing no report names rose the count at that check too): the
         # count's page takes the first begun of them for its own once the page is open before
@@ -709,13 +733,13 @@ def oracle(st, views):
         # after the page's deadline, it is the page's; before it, either.
         taken = set()
         for _, first, named_at in sorted(late):
-            l, h = page_count([(named_at, max(first, 0))], seen, minutes)
+            l, h = page_count([(named_at, max(first, 0))], paging, minutes)
             if first in runs and first not in taken:
                 taken.add(first)
                 l = 0
-                h = 0 if named_at >= page_deadline(first, seen, minutes) else h
+                h = 0 if named_at >= page_deadline(first, paging, minutes) else h
             lo, hi = lo + l, hi + h
-        out.append(window(a.labels, "listing", events, (lo, hi), seen, due_at, minutes))
+        out.append(window(a.labels, "listing", events, (lo, hi), paging, due_at, minutes))
         if a.checked_until is not None and not reported:
             # The API stopped checking the asset weeks ago and no replica reports on it: nothing
             # the exporter serves dates its last change, so a page for it is allowed, not due.
@@ -753,9 +777,9 @@ def oracle(st, views):
                     close = max(close, all_seen(back + 1))
                 events.append((c, c, close))
                 pages.append((c, c, close))
-            lo, hi = page_count(pages, seen, minutes)
+            lo, hi = page_count(pages, paging, minutes)
             counts = (lo, hi + unknowable)
-            out.append(window(a.labels, family, events, counts, seen, due_at, minutes))
+            out.append(window(a.labels, family, events, counts, paging, due_at, minutes))
     # The account's data stale: an outage past 45 minutes without a list, counted from the
     # last minute a replica could poll before it (every replica restarting just before the
     # outage makes the last list older than the outage), or from the newest list the replicas
@@ -805,7 +829,7 @@ def oracle(st, views):
 def page_deadline(visible, seen, minutes):
     """The minute by which a change visible from `visible` must have paged: the count's page
     waits 2 minutes for a report and for every replica to see the change, a poll and three
-    minutes during which the exporter can see the API. A poll falls in any poll's length of
+    minutes during which the exporter can see the API and Prometheus runs. A poll falls in any poll's length of
     such minutes in a row, not in a shorter stretch an outage or a restart cuts off: those
     minutes do not count."""
     deadline, seeing = visible, 0
