@@ -24,9 +24,8 @@ story at once (each its own account):
 
   late        every event is paged by its deadline: a poll plus three minutes of the
               exporter being able to see it (a replica up and reaching the API, Prometheus
-              running; not counting
-              a stretch shorter than a poll that an outage or a restart cuts off, as no poll
-              need fall in it);
+              running; not counting a stretch shorter than a poll that an outage or a
+              restart cuts off, as no poll need fall in it);
   unexpected  nothing is open at the receiver outside an event's window (its first visibility
               to its end as the exporter sees it, plus a poll and four minutes): no page
               without an event, no old news, every end closed;
