@@ -139,6 +139,17 @@
       seen: riseLatest,
     },
 
+  // `value` taken as the count's page begins, and remembered while paged_since is unchanged.
+  local withPage(record, value) =
+    local since = rec('asset:reputation_blacklistings_change:paged_since');
+    '%(value)s and on (%(asset)s) %(paging)s == time()\nor\n%(own)s offset 1m and on (%(asset)s) (%(since)s == %(since)s offset 1m)' % {
+      value: value,
+      asset: asset,
+      paging: rec('asset:reputation_blacklistings_change:paging_since'),
+      own: rec(record),
+      since: since,
+    },
+
   prometheusRules+:: {
     groups+: [
       {
@@ -443,24 +454,11 @@
           // earlier count page's (the reporting replica cut off through two rises or more).
           {
             record: 'asset:reputation_blacklistings_change:paged_after',
-            local since = rec('asset:reputation_blacklistings_change:paged_since'),
-            expr: '%(after)s and on (%(asset)s) %(paging)s == time()\nor\n%(own)s offset 1m and on (%(asset)s) (%(since)s == %(since)s offset 1m)' % {
-              after: rec('asset:reputation_blacklistings_change:after'),
-              asset: asset,
-              paging: rec('asset:reputation_blacklistings_change:paging_since'),
-              own: rec('asset:reputation_blacklistings_change:paged_after'),
-              since: since,
-            },
+            expr: withPage(self.record, rec('asset:reputation_blacklistings_change:after')),
           },
           {
             record: 'asset:reputation_blacklistings_change:paged_before',
-            local since = rec('asset:reputation_blacklistings_change:paged_since'),
-            expr: '%(since)s offset 1m and on (%(asset)s) %(paging)s == time()\nor\n%(own)s offset 1m and on (%(asset)s) (%(since)s == %(since)s offset 1m)' % {
-              asset: asset,
-              paging: rec('asset:reputation_blacklistings_change:paging_since'),
-              own: rec('asset:reputation_blacklistings_change:paged_before'),
-              since: since,
-            },
+            expr: withPage(self.record, rec('asset:reputation_blacklistings_change:paged_since') + ' offset 1m'),
           },
           // The listing the count's page announced: begun listingCountFor or more before that
           // page began (a listing of its rise began before the check that counted it, which the
