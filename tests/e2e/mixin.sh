@@ -56,6 +56,21 @@ for config in default override; do
         fail "mixin lint ($config): $(cat "$work/lint-$config.log")"
     echo "$config: $(tail -n 1 "$work/lint-$config.log")"
 done
+# The group past 20 rules passes as one chain of records; with a rule no record links to it,
+# the lint refuses it and names that rule.
+python3 - "$work/default/json/prometheusRules.json" "$work/unlinked.json" <<'PY'
+import json, sys
+rules = json.load(open(sys.argv[1]))
+group = max(rules["groups"], key=lambda g: len(g["rules"]))
+group["rules"].append({"record": "account:up:sum", "expr": "sum by (account) (up)"})
+json.dump(rules, open(sys.argv[2], "w"))
+PY
+if python3 tests/e2e/mixin_lint.py "$work/default/json/prometheusAlerts.json" "$work/unlinked.json" "$work/default/json/grafanaDashboards.json" >"$work/lint-unlinked.log"; then
+    fail "the lint passed a group past 20 rules with a rule no record links to the rest"
+fi
+grep -q 'no record links these to the rest: account:up:sum$' "$work/lint-unlinked.log" ||
+    fail "the lint did not name the unlinked rule: $(cat "$work/lint-unlinked.log")"
+echo "lint: a group past 20 rules is one chain of records, and a rule outside the chain is named"
 
 python3 - "$work/default/json" "$work/override/json" <<'PY' || fail "the override did not change the rendering as configured"
 import json, sys

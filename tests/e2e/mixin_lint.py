@@ -5,7 +5,8 @@
 
 Alerts: names CamelCase with the mixin's common prefix, `severity` critical/warning/info, a
 static `summary` starting with a capital and ending with a period, a templated `description`, a
-`runbook_url`. Groups: unique names, between 1 and MAX_RULES rules. Dashboards: a title and a
+`runbook_url`. Groups: unique names, at least one rule, and more than MAX_RULES only when they
+are one chain of records (below). Dashboards: a title and a
 uid each; every panel and annotation query on the datasource variable and selecting the job
 and account variables. Prints each problem and exits 1 when there is one.
 """
@@ -15,7 +16,12 @@ import sys
 
 PREFIX = "Reputation"
 SEVERITIES = {"critical", "warning", "info"}
-# Prometheus evaluates a group's rules one after the other; mixins keep groups small.
+# Prometheus evaluates a group's rules one after the other, and its groups side by side: mixins
+# keep groups small. A group past MAX_RULES must be one chain of records, every rule linked to
+# the others by the records it reads or writes: such a group cannot be split, since a rule that
+# read a record of its own group in the same evaluation would read it from another group's,
+# at another moment. A group that holds two sets of rules, neither reading the other's records,
+# is two groups.
 MAX_RULES = 20
 DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
 
@@ -34,9 +40,38 @@ def lint_groups(what, groups):
         if names.count(name) > 1:
             problem(f"{what}: group name {name!r} is used twice")
     for g in groups:
-        n = len(g.get("rules", []))
-        if not 1 <= n <= MAX_RULES:
-            problem(f"{what}: group {g.get('name')} has {n} rules (1 to {MAX_RULES})")
+        rules = g.get("rules", [])
+        if not rules:
+            problem(f"{what}: group {g.get('name')} has no rule")
+        elif len(rules) > MAX_RULES:
+            apart = unlinked(rules)
+            if apart:
+                problem(
+                    f"{what}: group {g.get('name')} has {len(rules)} rules (at most {MAX_RULES} "
+                    f"unless one chain of records); no record links these to the rest: "
+                    f"{', '.join(apart)}"
+                )
+
+
+def unlinked(rules):
+    """The rules of a group not linked to its first by the records they read and write (a rule
+    reads a record when its expression names it), or [] when the group is one chain."""
+    names = {r.get("record") for r in rules if r.get("record")}
+    touched = []
+    for rule in rules:
+        expr = rule.get("expr", "")
+        reads = {n for n in names if re.search(rf"(?<![\w:]){re.escape(n)}(?![\w:])", expr)}
+        touched.append(reads | ({rule["record"]} if rule.get("record") else set()))
+    linked, records = {0}, set(touched[0])
+    grew = True
+    while grew:
+        grew = False
+        for i, t in enumerate(touched):
+            if i not in linked and t & records:
+                linked.add(i)
+                records |= t
+                grew = True
+    return [rules[i].get("record") or rules[i].get("alert") for i in range(len(rules)) if i not in linked]
 
 
 def lint_alert(rule):
