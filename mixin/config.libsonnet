@@ -102,6 +102,10 @@
     // another polled on pages nothing: the other saw the change.
     missedBlindSeconds: 1800,
     missedWindow: '15m',
+    // How long the rules remember, for the missed changes, the newest list of the current
+    // replicas when a score drop's or an SNDS block's page began: a replica whose list before
+    // its time without the API is older missed nothing that page did not tell.
+    missedPagedSeconds: 86400,
     // ReputationExporterDown (no replica serves the account), ReputationExporterReplicaDown
     // (one of several does not) and ReputationExporterReloadFailed.
     exporterDownFor: '5m',
