@@ -76,7 +76,7 @@
   // another's last poll of the outage, compares an older list with the new and would page
   // again the change the other saw and paged. A replica whose list is as new as any that
   // paged missed what no page showed, and pages it whether or not the others are back.
-  local missed(metric, condition, aggregation, paging, paged) =
+  local missed(metric, condition, aggregation, paging) =
     local previous = 'min without (endpoint, %s) (min_over_time(reputation_last_success_timestamp_seconds{%s, %s}[%s]))' % [c.shardLabel, c.selector, lists, c.missedWindow];
     '%(agg)s without (%(r)s) (%(current)s\nunless on (%(asset)s, %(r)s) (%(metric)s * 0 + on (job, %(a)s, %(r)s) group_left %(previous)s < on (%(asset)s) group_left () (%(paged)s unless on (%(asset)s) %(paging)s offset 1m)))\nand on (job, %(a)s) max_over_time(%(age)s[%(window)s]) > %(blind)d' % {
       agg: aggregation,
@@ -86,7 +86,7 @@
       metric: '%s{%s}' % [metric, c.selector],
       current: current('%s{%s} %s' % [metric, c.selector, condition]),
       previous: previous,
-      paged: rec(paged),
+      paged: rec(pagedAtOf(paging)),
       paging: rec(paging),
       age: rec('account:reputation_last_success_age_seconds:max'),
       window: c.missedWindow,
@@ -94,14 +94,15 @@
     },
   // When a page of `paging` began, the newest list of the current replicas then (read by
   // `missed`): remembered for missedPagedSeconds.
-  local pagedAt(paging, name) = {
-    record: name,
+  local pagedAtOf(paging) = std.strReplace(paging, ':paging', ':paged_at'),
+  local pagedAt(paging) = {
+    record: pagedAtOf(paging),
     expr: '(%(paging)s unless on (%(asset)s) %(paging)s offset 1m) * 0 + on (job, %(a)s) group_left max by (job, %(a)s) (%(current)s)\nor\n%(own)s offset 1m > time() - %(keep)d' % {
       paging: rec(paging),
       asset: asset,
       a: c.accountLabel,
       current: rec('replica:reputation_last_success_timestamp_seconds:current'),
-      own: rec(name),
+      own: rec(pagedAtOf(paging)),
       keep: c.missedPagedSeconds,
     },
   },
@@ -295,16 +296,16 @@
           seen('reputation_senderscore_change', drop),
           {
             record: 'asset:reputation_senderscore_change:paging',
-            expr: held(self.record, '(%s\nor %s)\nunless on (%s) %s' % [everyCurrent('reputation_senderscore_change', drop, 'min', self.record), missed('reputation_senderscore_missed_change', '<= -%d' % c.senderScoreDrop, 'max', self.record, 'asset:reputation_senderscore_change:paged_at'), asset, rec('asset:reputation_senderscore_last_update_timestamp_seconds:old')]),
+            expr: held(self.record, '(%s\nor %s)\nunless on (%s) %s' % [everyCurrent('reputation_senderscore_change', drop, 'min', self.record), missed('reputation_senderscore_missed_change', '<= -%d' % c.senderScoreDrop, 'max', self.record), asset, rec('asset:reputation_senderscore_last_update_timestamp_seconds:old')]),
           },
-          pagedAt('asset:reputation_senderscore_change:paging', 'asset:reputation_senderscore_change:paged_at'),
+          pagedAt('asset:reputation_senderscore_change:paging'),
           // A new SNDS block at the API's last check; likewise.
           seen('reputation_snds_blocked_change', block),
           {
             record: 'asset:reputation_snds_blocked_change:paging',
-            expr: held(self.record, '(%s\nor %s)\nunless on (%s) %s' % [everyCurrent('reputation_snds_blocked_change', block, 'max', self.record), missed('reputation_snds_blocked_missed_change', '> 0', 'min', self.record, 'asset:reputation_snds_blocked_change:paged_at'), asset, rec('asset:reputation_senderscore_last_update_timestamp_seconds:old')]),
+            expr: held(self.record, '(%s\nor %s)\nunless on (%s) %s' % [everyCurrent('reputation_snds_blocked_change', block, 'max', self.record), missed('reputation_snds_blocked_missed_change', '> 0', 'min', self.record), asset, rec('asset:reputation_senderscore_last_update_timestamp_seconds:old')]),
           },
-          pagedAt('asset:reputation_snds_blocked_change:paging', 'asset:reputation_snds_blocked_change:paged_at'),
+          pagedAt('asset:reputation_snds_blocked_change:paging'),
           // A replica's report older than its list: it names more listings that began an API
           // check interval (apiCheckSeconds) or more before the replica's last list poll than
           // that list counts (a replica back from a time without the API, before its report
