@@ -32,7 +32,8 @@ story at once (each its own account):
   pages       each event pages exactly once (a listing: one alert, named when a report can
               name it), whatever restarts, rollouts, outages and replicas that disagree (a
               page due after the story ends, or for an event over before its deadline, may
-              count or not; what the API's data cannot tell, as the runbook lists it, may
+              count or not, but a change an outage hid, which the first lists back show for
+              a poll, pages; what the API's data cannot tell, as the runbook lists it, may
               page or not);
   lost        no resolution is swallowed by an inhibition.
 
@@ -752,33 +753,63 @@ def oracle(st, views):
         # restart since), and it pages once from them, until the lists after them (held
         # through an outage that begins before those). Without such a replica within a poll
         # of the first list back, nothing the exporter has says it happened: it may page.
+        # Shown for a poll, such a change is over before the deadline of a page (a poll and
+        # three minutes), yet it is the one sign the exporter will ever give of it: where the
+        # replica showing it stays up that poll, Prometheus scrapes it, and no other page of
+        # the family stands then (one would hold it), it is due by that deadline.
         for family, checks in (("score", a.drops), ("snds", [c for c, _ in a.blocks])):
             events = []
             pages = []
             unknowable = 0
+            shown = []  # (event, first list back, last list showing it) of hidden changes shown a poll
             for c in checks:
                 if c < 0 or (a.checked_until is not None and c > a.checked_until):
                     continue
                 close = all_seen(c + CHECK)
+                shown_at = None  # the last list back showing it for a whole poll
                 if c + CHECK < minutes and not any(polled(m) for m in range(c, c + CHECK)):
                     back = next((m for m in range(c + CHECK, minutes) if polled(m)), minutes)
-                    remembers = any(
-                        v[p].list_at == p and v[p].previous is not None
+                    showing = [
+                        (p, v)
                         for _, v in views
                         for p in range(back, min(back + POLL, minutes))
-                    )
-                    if not remembers:
+                        if v[p].list_at == p and v[p].previous is not None
+                    ]
+                    if not showing:
                         events.append((c, c, close))
                         unknowable += 1
                         continue
                     # Shown from the first lists back until the lists after them: an outage
                     # that begins before those holds the page through it.
                     close = max(close, all_seen(back + 1))
-                events.append((c, c, close))
-                pages.append((c, c, close))
+                    shown_at = max(
+                        (
+                            p
+                            for p, v in showing
+                            if p + POLL + 4 <= minutes
+                            and all(v[m].up for m in range(p, p + POLL))
+                            and all(scraped(m) for m in range(p, p + POLL + 4))
+                        ),
+                        default=None,
+                    )
+                event = (c, c, close)
+                events.append(event)
+                pages.append(event)
+                if shown_at is not None:
+                    shown.append((event, back, shown_at))
             lo, hi = page_count(pages, paging, minutes)
+            due_shown = set()
+            for event, back, p in shown:
+                apart = all(o is event or o[0] >= back + POLL + 4 or o[2] + POLL + 4 < back for o in events)
+                # By the deadline, or once the poll showing it is over (an outage after it
+                # stretches the deadline past the one sign there is).
+                deadline = min(page_deadline(back, paging, minutes), p + POLL + 3)
+                if apart and not page_count([event], paging, minutes)[0] and deadline <= minutes - 3:
+                    lo += 1
+                    due_shown |= due_at(deadline)
             counts = (lo, hi + unknowable)
-            out.append(window(a.labels, family, events, counts, paging, due_at, minutes))
+            labels, due, allowed, counted = window(a.labels, family, events, counts, paging, due_at, minutes)
+            out.append((labels, due | due_shown, allowed, counted))
     # The account's data stale: an outage past 45 minutes without a list, counted from the
     # last minute a replica could poll before it (every replica restarting just before the
     # outage makes the last list older than the outage), or from the newest list the replicas
@@ -939,7 +970,7 @@ CHECKED = {
 }
 
 
-def checked_rules(workdir):
+def checked_rules(workdir, recording=RECORDING):
     import yaml
 
     with open(RULES) as f:
@@ -948,7 +979,7 @@ def checked_rules(workdir):
     group["rules"] = [r for r in group["rules"] if r["alert"] in CHECKED]
     missing = CHECKED - {r["alert"] for r in group["rules"]}
     assert not missing, f"alerts.yml has no {missing}"
-    with open(RECORDING) as f:
+    with open(recording) as f:
         pages = next(g for g in yaml.safe_load(f)["groups"] if g["name"] == "reputation.pages")
     path = os.path.join(workdir, "alerts.yml")
     with open(path, "w") as f:
@@ -1025,6 +1056,11 @@ def main():
     p.add_argument("--trace", type=int, default=0, help="with --write: list the firing alerts every N minutes")
     p.add_argument("--promtool", default="promtool")
     p.add_argument(
+        "--recording",
+        default=RECORDING,
+        help="the recording rules checked (default: the shipped ones; a changed copy shows what the checks catch)",
+    )
+    p.add_argument(
         "--exporter-check",
         metavar="FILE",
         help="write the stories the exporter replays (tests/api/model.rs) with what the model says it serves; '-' for stdout",
@@ -1053,7 +1089,7 @@ def main():
             rel = lambda f: os.path.relpath(f, args.write)
             comment = "\n".join(f"# {line}" for line in [f"Story {st.seed} of tests/rules/stories.py:"] + st.notes)
             with open(path, "w") as f:
-                f.write(test_file([st], [rel(RULES), rel(RECORDING)], rel(RECEIVER), comment, trace=args.trace))
+                f.write(test_file([st], [rel(RULES), rel(args.recording)], rel(RECEIVER), comment, trace=args.trace))
             print(f"written: {path}")
             if args.trace:
                 print_trace(path, args.promtool, args.trace, st.minutes)
@@ -1068,7 +1104,7 @@ def main():
     batches = [group[i : i + args.batch] for group in by_length.values() for i in range(0, len(group), args.batch)]
     failed = {}
     with tempfile.TemporaryDirectory() as workdir, ThreadPoolExecutor(args.jobs) as pool:
-        rules = checked_rules(workdir)
+        rules = checked_rules(workdir, args.recording)
         for failures, _ in pool.map(lambda b: run_batch(b, workdir, rules, args.promtool), batches):
             failed.update(failures)
     by_check = {}
