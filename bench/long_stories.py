@@ -19,6 +19,18 @@ change to any of them starts the run over; chunks of other fingerprints stay in 
 and --summary counts only today's.
 `--summary` marks the failures listed in tests/rules/open_stories.txt as open and exits 1 if
 any other story broke a promise.
+
+    python3 bench/long_stories.py --carry REV       # carry REV's record over to today's files
+
+A change to the generator or the oracle that leaves most stories as they were need not cost
+the hours again. A story's outcome is a function of what promtool is given: the rules (the
+shipped ones, as the batches load them, and the receiver's) and the story's own test input (its
+series, the oracle's expectations and the checks; the stories of a batch are separate accounts).
+`--carry` takes the chunks recorded on the fingerprint of the files at git revision REV and,
+where the rules are the same byte for byte, compares every seed's test input under REV's files
+and today's: a story whose input is unchanged keeps its outcome, the others run again with
+promtool. Each chunk so checked is recorded on today's fingerprint, its promtool column naming
+the fingerprint it was carried from and how many stories ran again.
 """
 import argparse
 import datetime
@@ -27,11 +39,11 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-sys.path.insert(0, os.path.join(ROOT, "tests", "rules"))
-from stories import open_stories  # noqa: E402
 
 STORIES = os.path.join(ROOT, "tests", "rules", "stories.py")
 OUTCOME = [
@@ -46,12 +58,118 @@ RECORD = os.path.join(ROOT, "bench", "results", "long-stories.tsv")
 HEADER = "# fingerprint\tfirst_seed\tstories\tfailed\tcpu_seconds\tpromtool\tfinished\n"
 
 
-def fingerprint():
+def fingerprint(root=ROOT):
     h = hashlib.sha256()
     for path in OUTCOME:
-        with open(path, "rb") as f:
+        with open(os.path.join(root, os.path.relpath(path, ROOT)), "rb") as f:
             h.update(os.path.relpath(path, ROOT).encode() + b"\0" + f.read() + b"\0")
     return h.hexdigest()[:16]
+
+
+def stories_module(root=ROOT):
+    """tests/rules/stories.py of the tree at `root` (one tree a process: it imports its
+    scenarios.py by name)."""
+    sys.path.insert(0, os.path.join(root, "tests", "rules"))
+    import stories
+
+    return stories
+
+
+def digests(root, first, count):
+    """Prints what decides the outcome of seeds first..first+count-1 under the files at `root`:
+    a line of the rules' SHA-256 (the alerts as the batches load them, and the receiver's), then
+    a line `seed SHA-256` of each story's own test input."""
+    stories = stories_module(root)
+    with tempfile.TemporaryDirectory() as workdir:
+        with open(stories.checked_rules(workdir), "rb") as f:
+            rules = f.read()
+    with open(stories.RECEIVER, "rb") as f:
+        rules += b"\0" + f.read()
+    print("rules", hashlib.sha256(rules).hexdigest())
+    for seed in range(first, first + count):
+        text = stories.test_file([stories.story(seed)], ["alerts.yml"], "receiver.yml")
+        print(seed, hashlib.sha256(text.encode()).hexdigest())
+
+
+def read_digests(root, first, count):
+    done = subprocess.run(
+        [sys.executable, os.path.abspath(__file__), "--digests", root, str(first), str(count)],
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode != 0:
+        sys.exit(f"could not read the stories of {root} (seeds {first}-{first + count - 1}):\n{done.stderr}")
+    lines = [line.split() for line in done.stdout.splitlines()]
+    return lines[0][1], {int(seed): digest for seed, digest in lines[1:]}
+
+
+def carry(rev, record, jobs, deadline, version):
+    """Records on today's fingerprint the chunks recorded on that of the files at `rev`: the
+    seeds whose test input is unchanged keep their outcome, the others run again."""
+    fp = fingerprint()
+    with tempfile.TemporaryDirectory() as old_root:
+        files = subprocess.run(
+            ["git", "-C", ROOT, "archive", rev, "deploy/prometheus", "tests/rules"], capture_output=True
+        )
+        if files.returncode != 0:
+            sys.exit(f"git archive {rev}: {files.stderr.decode().strip()}")
+        subprocess.run(["tar", "-x", "-C", old_root], input=files.stdout, check=True)
+        old_fp = fingerprint(old_root)
+        if old_fp == fp:
+            sys.exit(f"{rev} has today's fingerprint ({fp}): nothing to carry")
+        old = read_record(record, old_fp)
+        if not old:
+            sys.exit(f"the record holds no chunk of {rev}'s fingerprint ({old_fp})")
+        done = read_record(record, fp)
+        stories = stories_module()
+        for first, (count, failed) in sorted(old.items()):
+            if first in done:
+                continue
+            if deadline and datetime.datetime.now() > deadline:
+                print(f"stopping before seed {first}: past the deadline")
+                break
+            started, cpu_started = time.monotonic(), os.times()
+            with ThreadPoolExecutor(2) as pool:
+                (old_rules, before), (new_rules, after) = pool.map(
+                    lambda root: read_digests(root, first, count), (old_root, ROOT)
+                )
+            if old_rules != new_rules:
+                sys.exit(f"the rules differ between {rev} and today's files: nothing carries, run the stories again")
+            changed = sorted(s for s in after if after[s] != before[s])
+            kept = {s for s in failed if s not in changed}
+            rerun = rerun_failed(stories, changed, jobs)
+            spent = os.times()
+            cpu = sum(spent[:4]) - sum(cpu_started[:4])
+            failed_now = kept | rerun
+            finished = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+            with open(record, "a") as f:
+                f.write(
+                    f"{fp}\t{first}\t{count}\t{','.join(map(str, sorted(failed_now)))}\t{cpu:.0f}"
+                    f"\t{version}; carried from {old_fp}, {len(changed)} run again\t{finished}\n"
+                )
+            print(
+                f"seeds {first}-{first + count - 1}: carried from {old_fp}, {len(changed)} run again"
+                + (f" ({changed})" if changed and len(changed) <= 10 else "")
+                + f"; {count - len(failed_now)} kept every promise"
+                + (f", broken by {sorted(failed_now)}" if failed_now else "")
+                + f" ({time.monotonic() - started:.0f} s)",
+                flush=True,
+            )
+
+
+def rerun_failed(stories, seeds, jobs):
+    """Runs the stories of `seeds` with today's files: the seeds that broke a promise."""
+    by_length = {}
+    for seed in seeds:
+        st = stories.story(seed)
+        by_length.setdefault(st.minutes, []).append(st)
+    batches = [group[i : i + 50] for group in by_length.values() for i in range(0, len(group), 50)]
+    failed = set()
+    with tempfile.TemporaryDirectory() as workdir, ThreadPoolExecutor(jobs) as pool:
+        rules = stories.checked_rules(workdir)
+        for failures, _ in pool.map(lambda b: stories.run_batch(b, workdir, rules, "promtool"), batches):
+            failed |= set(failures)
+    return failed
 
 
 def read_record(path, fp):
@@ -105,7 +223,7 @@ def summary(path, fp, total):
         covered |= set(range(first, first + count))
         failed |= f
     wanted = set(range(1, total + 1))
-    known = open_stories(OPEN)
+    known = stories_module().open_stories(OPEN)
     print(f"rules {fp}: {len(covered & wanted)} of seeds 1-{total} run, {len(covered - failed)} kept every promise")
     for seed in sorted(failed):
         print(f"  story {seed}{' [open]' if seed in known else ''}")
@@ -124,8 +242,13 @@ def main():
     p.add_argument("--until", help="HH:MM: start no chunk that the last one's time says would end later")
     p.add_argument("--record", default=RECORD)
     p.add_argument("--summary", action="store_true")
+    p.add_argument("--carry", metavar="REV", help="carry the record of the files at git revision REV to today's")
+    p.add_argument("--digests", nargs=3, metavar=("ROOT", "FIRST", "COUNT"), help=argparse.SUPPRESS)
     args = p.parse_args()
 
+    if args.digests:
+        root, first, count = args.digests
+        return digests(root, int(first), int(count))
     fp = fingerprint()
     if args.summary:
         return summary(args.record, fp, args.stories)
@@ -141,6 +264,9 @@ def main():
     if not os.path.exists(args.record) or os.path.getsize(args.record) == 0:
         with open(args.record, "w") as f:
             f.write(HEADER)
+    if args.carry:
+        carry(args.carry, args.record, args.jobs, deadline, version)
+        return summary(args.record, fp, args.stories)
     last = 0.0
     done = read_record(args.record, fp)  # read once: only this run appends to it
     first = 1

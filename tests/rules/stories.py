@@ -802,13 +802,16 @@ def oracle(st, views):
         # Shown for a poll, such a change is over before the deadline of a page (a poll and
         # three minutes), yet it is the one sign the exporter will ever give of it: where the
         # replica showing it stays up that poll, Prometheus scrapes it, and no other page of
-        # the family stands then (one would hold it), it is due by that deadline.
-        for family, checks in (("score", a.drops), ("snds", [c for c, _ in a.blocks])):
+        # the family stands then (one would hold it), it is due by that deadline. A block
+        # lifted in the outage too shows in a list back only while the API's last check is
+        # the lift (its change says "lifted"); lifted a check before that, the list says the
+        # same as before the outage, and nothing says it happened: it may page.
+        for family, changes in (("score", [(c, None) for c in a.drops]), ("snds", a.blocks)):
             events = []
             pages = []
             unknowable = 0
             shown = []  # (event, first list back, last list showing it) of hidden changes shown a poll
-            for c in checks:
+            for c, lifted in changes:
                 if c < 0 or (a.checked_until is not None and c > a.checked_until):
                     continue
                 close = all_seen(c + CHECK)
@@ -819,7 +822,9 @@ def oracle(st, views):
                         (p, v)
                         for _, v in views
                         for p in range(back, min(back + POLL, minutes))
-                        if v[p].list_at == p and v[p].previous is not None
+                        if v[p].list_at == p
+                        and v[p].previous is not None
+                        and (lifted is None or lifted >= st.last_check(a, p))
                     ]
                     if not showing:
                         events.append((c, c, close))
