@@ -16,6 +16,8 @@
 //!   writers, and gzip.
 //! - [`blacklists`]: what the project knows of each blacklist (names, removal page, policy),
 //!   built in and extended by the configuration.
+//! - [`events`]: what is news (a listing younger than 12 hours), decided from the API's own
+//!   data and served with an identity every replica and restart agrees on: the API check.
 //! - [`snapshot`]: what a scrape serves: each list rendered once, and the assembled body.
 //! - [`disk`]: the state store: each account's lists and reports kept on local disk, so that a
 //!   restart serves them at once and fetches only what is due.
@@ -48,6 +50,7 @@ pub mod app;
 pub mod blacklists;
 pub mod config;
 pub mod disk;
+pub mod events;
 pub mod exposition;
 pub mod health;
 pub mod latest;

@@ -13,10 +13,12 @@
 use std::sync::{Arc, OnceLock};
 
 use crate::blacklists::Blacklists;
+use crate::events::Events;
 use crate::exposition::assets::{self, ListSamples};
 use crate::exposition::gzip::GzipPrefix;
 use crate::exposition::piece::Piece;
 use crate::exposition::{Format, Rendered, openmetrics_to_text};
+use crate::health::unix_now;
 use crate::model::{Asset, Reports, worst_first};
 use crate::telemetry::{ProcessMetrics, Telemetry};
 use crate::vocabulary::Kind;
@@ -38,11 +40,11 @@ pub struct Served<'a> {
     pub blacklists: &'a Blacklists,
 }
 
-/// The live part of a scrape: an account's API metrics (with the assets of the shard served)
-/// and what is known of the blacklists its reports name, and the process metrics, each when
-/// given (and `# EOF` for OpenMetrics), which follows the snapshot's cached per-asset body.
-/// The blacklists' series are in every shard, as the account's are: the alerts of a shard's
-/// assets join them.
+/// The live part of a scrape: an account's API metrics (with the assets of the shard served),
+/// its events young now (of the shard served) and what is known of the blacklists its reports
+/// name, and the process metrics, each when given (and `# EOF` for OpenMetrics), which follows
+/// the snapshot's cached per-asset body. The blacklists' series are in every shard, as the
+/// account's are: the alerts of a shard's assets join them.
 pub fn live(
     account: Option<Served<'_>>,
     process: Option<&ProcessMetrics>,
@@ -58,6 +60,7 @@ pub fn live(
     {
         let assets = Kind::ALL.map(|kind| snapshot.count_in(shard, kind));
         telemetry.encode(&mut openmetrics, assets, snapshot.shards());
+        (snapshot.events).encode(blacklists, shard, unix_now(), &mut openmetrics);
         if !snapshot.blacklists.is_empty() {
             blacklists.encode_info(snapshot.blacklists.iter().map(|b| &**b), &mut openmetrics);
         }
@@ -92,6 +95,8 @@ pub struct Snapshot {
     pub ready: bool,
     /// The blacklists the reports name, each once, in name order.
     pub blacklists: Vec<Box<str>>,
+    /// The events that may be news, gathered once; each scrape writes those young then.
+    pub events: Events,
     /// The per-asset metric families in both formats, rendered once.
     pub rendered: Rendered,
     /// The same, gzip-compressed per format, made on first demand.
@@ -141,6 +146,13 @@ impl Snapshot {
             parts.iter().all(|part| part.shards.len() == shards),
             "lists rendered in other shards than the snapshot's"
         );
+        let events = reports.as_deref().map_or_else(Events::default, |reports| {
+            let lists = [
+                (Kind::Ip, ips.as_deref().map(|l| &l.blacklistings)),
+                (Kind::Domain, domains.as_deref().map(|l| &l.blacklistings)),
+            ];
+            Events::gather(reports, lists, unix_now(), shards)
+        });
         let mut per_shard: Vec<_> = (0..shards)
             .map(|shard| {
                 let lists: Vec<ListSamples<'_>> =
@@ -176,6 +188,7 @@ impl Snapshot {
             reports,
             ready,
             blacklists,
+            events,
             rendered,
             gzip: Default::default(),
             shards,

@@ -3,6 +3,7 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
+use reputation_exporter::events;
 use reputation_exporter::exposition::assets::{self, AssetFamily};
 use reputation_simulate::SimulatedApi;
 
@@ -89,6 +90,9 @@ fn markdown_table(page: &str, heading: &str) -> Vec<String> {
         .collect()
 }
 
+/// The event families ([`reputation_exporter::events`]), served beside the per-asset ones.
+const EVENT_FAMILIES: [&str; 1] = [events::LISTING_EVENT];
+
 /// A family as the report table of docs/metrics.md writes it: `name{kind,asset,label}`.
 fn with_labels(family: &AssetFamily) -> String {
     let labels: Vec<&str> = ["kind", "asset"].into_iter().chain(family.label).collect();
@@ -136,15 +140,27 @@ async fn the_documented_metric_tables_are_the_families_written() {
         .filter(|name| name.starts_with("reputation_"))
         .collect();
     let per_asset: BTreeSet<&str> = assets::FAMILIES.iter().map(|f| f.family.name).collect();
-    let emitted: BTreeSet<String> = emitted_families()
-        .await
-        .into_iter()
+    let emitted: BTreeSet<String> = emitted_families().await;
+    let own_emitted: BTreeSet<String> = (emitted.iter())
         .filter(|name| name.starts_with("reputation_") && !per_asset.contains(name.as_str()))
+        .filter(|name| !EVENT_FAMILIES.contains(&name.as_str()))
+        .cloned()
         .collect();
     assert_eq!(
-        own, emitted,
+        own, own_emitted,
         "the table of the exporter's own metrics in docs/metrics.md"
     );
+
+    // The events: every family in its table, with its labels, and served.
+    let events = markdown_table(&page, "## Events");
+    let expected: Vec<String> = EVENT_FAMILIES
+        .iter()
+        .map(|name| format!("{name}{{kind,asset,check}}"))
+        .collect();
+    assert_eq!(events, expected, "the events table of docs/metrics.md");
+    for name in EVENT_FAMILIES {
+        assert!(emitted.contains(name), "{name} is not served");
+    }
 }
 
 #[tokio::test]

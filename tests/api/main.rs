@@ -4,6 +4,7 @@ mod accounts;
 mod cost;
 mod day;
 mod deploy;
+mod events;
 mod exposition;
 mod faults;
 mod follow;

@@ -1,0 +1,156 @@
+//! Events with an identity, on Tokio's paused clock at production's intervals (5-minute polls,
+//! hourly report rounds, the default scope of reports: the listed assets): two replicas, a warm
+//! restart and a cold one serve the same listing events, labelled by the API check at which the
+//! listings began; a delisting ends its event at the next poll, and so does the asset leaving
+//! the account.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use reputation_exporter::config::Settings;
+use reputation_exporter::events::{LISTING_EVENT, check_label};
+use reputation_simulate::date::api_date;
+use reputation_simulate::{List, SimulatedApi};
+use serde_json::{Value, json};
+
+use crate::helpers::PausedApp;
+
+const NAME: &str = "192.0.2.5";
+const MINUTE: i64 = 60;
+const HOUR: i64 = 3600;
+
+/// A state directory of the test's own, removed at the end.
+struct StateDir(PathBuf);
+
+impl StateDir {
+    fn new(test: &str) -> StateDir {
+        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("events-{test}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        StateDir(dir)
+    }
+}
+
+impl Drop for StateDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Sleeps (on the paused clock) until `minutes` after `start`.
+async fn until(start: tokio::time::Instant, minutes: u64) {
+    tokio::time::sleep_until(start + Duration::from_secs(minutes * 60)).await;
+}
+
+/// The asset's list item with this blacklisting count and change.
+fn set_listed(api: &SimulatedApi, count: i64, change: i64) {
+    let mut items = api.items(List::Ip);
+    let item = items
+        .iter_mut()
+        .find(|item| item["ip"] == NAME)
+        .expect("the asset is in the list");
+    item["blacklisted"] = json!(count);
+    item["blacklisted_change"] = json!({ "last_check": change });
+    api.set_items(List::Ip, items);
+}
+
+/// An event of the asset's report: `status` on `blacklist` at Unix time `at`.
+fn event(at: i64, status: &str, blacklist: &str) -> Value {
+    json!({"date": api_date(at).unwrap(), "status": status, "blacklist": blacklist})
+}
+
+/// The asset's report, saying this count and change, with these listing events.
+fn report(count: i64, change: i64, events: &[Value]) -> Value {
+    json!({
+        "value": NAME,
+        "tags": ["pool-a"],
+        "blacklisted": count,
+        "blacklisted_change": {"last_check": change},
+        "blacklist_history": events,
+    })
+}
+
+/// The listing event lines of a scrape, in order.
+fn events(body: &str) -> Vec<String> {
+    body.lines()
+        .filter(|l| l.starts_with(&format!("{LISTING_EVENT}{{")))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The line of the asset's event at Unix time `check`.
+fn line(check: i64) -> String {
+    let label = check_label(check as f64);
+    format!(r#"{LISTING_EVENT}{{kind="ip",asset="{NAME}",check="{label}"}} {check}"#)
+}
+
+#[tokio::test(start_paused = true)]
+async fn replicas_and_restarts_serve_one_identity_per_check_until_the_listings_end() {
+    let state = StateDir::new("identity");
+    let keep = {
+        let dir = state.0.clone();
+        move |s: &mut Settings| {
+            s.state.enabled = true;
+            s.state.path = Some(dir.clone());
+        }
+    };
+    // The wall clock to the minute: the API's dates have minutes only.
+    let now = reputation_exporter::health::unix_now() as i64 / MINUTE * MINUTE;
+    let (two_at_once, earlier) = (now - 20 * MINUTE, now - 5 * HOUR);
+    let api = SimulatedApi::new(12, 0);
+    set_listed(&api, 4, 2);
+    let listings = vec![
+        // Two lists at one check: one event naming both.
+        event(two_at_once, "Listed", "SpamCop"),
+        event(two_at_once, "Listed", "BARRACUDA"),
+        // Another check, still young: an event of its own.
+        event(earlier, "Listed", "UCEPROTECT-1"),
+        // Days old: no longer news.
+        event(now - 3 * 24 * HOUR, "Listed", "Spamhaus SBL"),
+        // A list that has shut down: never news.
+        event(now - 30 * MINUTE, "Listed", "SORBS DUHL"),
+    ];
+    api.set_report(NAME, report(4, 2, &listings));
+    let start = tokio::time::Instant::now();
+    let expected = vec![line(earlier), line(two_at_once)];
+
+    // Two replicas, one keeping a state store; the default scope reports on the listed asset.
+    let one = PausedApp::start(api.clone(), "5m", "1h", keep.clone()).await;
+    let two = PausedApp::start(api.clone(), "5m", "1h", |_| {}).await;
+    until(start, 1).await;
+    assert_eq!(events(&one.metrics().await), expected, "{}", one.logs());
+    assert_eq!(events(&two.metrics().await), expected, "{}", two.logs());
+
+    // A warm restart serves the same identities before its first poll has answered.
+    one.stop(&state.0.join("api")).await;
+    api.hold();
+    let one = PausedApp::start(api.clone(), "5m", "1h", keep).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(events(&one.metrics().await), expected, "{}", one.logs());
+    api.release();
+
+    // A cold restart serves them from its first round.
+    drop(two);
+    let two = PausedApp::start(api.clone(), "5m", "1h", |_| {}).await;
+    until(start, 3).await;
+    assert_eq!(events(&two.metrics().await), expected, "{}", two.logs());
+
+    // SpamCop and BARRACUDA delist at the next check: their event ends at the poll that shows
+    // it, the report following the list; the other stands.
+    let mut delisted = listings.clone();
+    delisted.push(event(now + 5 * MINUTE, "Delisted", "SpamCop"));
+    delisted.push(event(now + 5 * MINUTE, "Delisted", "BARRACUDA"));
+    set_listed(&api, 2, -2);
+    api.set_report(NAME, report(2, -2, &delisted));
+    until(start, 11).await;
+    for replica in [&one, &two] {
+        assert_eq!(events(&replica.metrics().await), vec![line(earlier)]);
+    }
+
+    // The asset leaves the account: every event of it ends at the next poll.
+    api.remove_asset(NAME);
+    until(start, 16).await;
+    for replica in [&one, &two] {
+        assert_eq!(events(&replica.metrics().await), Vec::<String>::new());
+    }
+}
