@@ -54,12 +54,28 @@ fn pipeline(c: &mut Criterion) {
             |b, set| {
                 b.iter(|| {
                     let list = ListPart::new(Kind::Ip, set.clone());
-                    Snapshot::build(Some(Arc::new(list)), None, None, true, 1)
+                    Snapshot::build(
+                        Some(Arc::new(list)),
+                        None,
+                        None,
+                        &Default::default(),
+                        true,
+                        1,
+                    )
                 })
             },
         );
         group.bench_with_input(BenchmarkId::new("whole_poll", n), &body, |b, body| {
-            b.iter(|| Snapshot::build(Some(list(black_box(body))), None, None, true, 1))
+            b.iter(|| {
+                Snapshot::build(
+                    Some(list(black_box(body))),
+                    None,
+                    None,
+                    &Default::default(),
+                    true,
+                    1,
+                )
+            })
         });
     }
     group.finish();
@@ -67,7 +83,14 @@ fn pipeline(c: &mut Criterion) {
     let mut group = c.benchmark_group("scrape");
     group.sample_size(10);
     for n in SIZES {
-        let snapshot = Snapshot::build(Some(list(&list_body(n))), None, None, true, 1);
+        let snapshot = Snapshot::build(
+            Some(list(&list_body(n))),
+            None,
+            None,
+            &Default::default(),
+            true,
+            1,
+        );
         let chunks = snapshot.body(Format::OpenMetrics).to_vec();
         group.bench_with_input(BenchmarkId::new("gzip_head", n), &chunks, |b, chunks| {
             b.iter(|| GzipPrefix::new(black_box(chunks)))

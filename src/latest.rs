@@ -12,6 +12,7 @@ use tokio::time::Instant;
 use tracing::warn;
 
 use crate::disk::Disk;
+use crate::events::{Now, Reporters, Rises};
 use crate::exposition::Format;
 use crate::model::{ListMemory, Report, Reports};
 use crate::snapshot::{ListPart, Snapshot};
@@ -47,6 +48,10 @@ struct Parts {
     /// Shared with the snapshots; copied on write.
     reports: Arc<Reports>,
     ready: bool,
+    /// The rises of counts that no report named in time: what this replica remembers.
+    rises: Rises,
+    /// Who reports on which asset (nobody until [`Latest::report_by`] says).
+    reporters: Reporters,
 }
 
 #[derive(Debug)]
@@ -59,7 +64,7 @@ impl Latest {
     /// Empty latest data, whose lists expire after `max_age` and reports after `report_max_age`,
     /// rendered in `shards` shards; its snapshots can be watched from the start.
     pub fn new(max_age: Duration, report_max_age: Duration, shards: usize) -> Arc<Latest> {
-        let empty = Snapshot::build(None, None, None, false, shards);
+        let empty = Snapshot::build(None, None, None, &Rises::default(), false, shards);
         let (snapshots, _) = watch::channel(Arc::new(empty));
         Arc::new(Latest {
             parts: Mutex::new(Parts {
@@ -87,6 +92,12 @@ impl Latest {
     /// Keeps what a list of `kind` just taken said, for the next one.
     pub fn remember(&self, kind: Kind, memory: ListMemory) {
         self.memories()[kind as usize] = Some(Arc::new(memory));
+    }
+
+    /// From now on, `reporters` says who reports on which asset: a rise of an asset another
+    /// replica reports on is that replica's to tell.
+    pub fn report_by(&self, reporters: Reporters) {
+        self.parts().reporters = reporters;
     }
 
     /// From now on, every report stored or dropped is kept so on `disk` too.
@@ -176,7 +187,7 @@ impl Latest {
             Kind::Domain => parts.domains = part,
         }
         parts.ready = true;
-        self.publish(&parts);
+        self.publish(&mut parts);
     }
 
     /// The reports served now.
@@ -300,11 +311,21 @@ impl Latest {
         lists.chain(reports).min()
     }
 
-    fn publish(&self, parts: &Parts) {
+    /// Takes what changed into the rises no report named, and publishes the snapshot.
+    fn publish(&self, parts: &mut Parts) {
+        let lists = [
+            (Kind::Ip, parts.ips.as_ref().map(|p| &p.list.blacklistings)),
+            (
+                Kind::Domain,
+                parts.domains.as_ref().map(|p| &p.list.blacklistings),
+            ),
+        ];
+        (parts.rises).update(lists, &parts.reports, &parts.reporters, Now::current());
         let snapshot = Snapshot::build(
             parts.ips.as_ref().map(|p| p.list.clone()),
             parts.domains.as_ref().map(|p| p.list.clone()),
             (!parts.reports.is_empty()).then(|| parts.reports.clone()),
+            &parts.rises,
             parts.ready,
             self.shards,
         );

@@ -142,6 +142,7 @@ impl Account {
             health.clone(),
         )?;
         let reporting = config.reports.scope.enabled();
+        latest.report_by(config.reports.selection.reporters(reporting));
         let follow = reporting.then(|| Arc::new(FollowUps::new(config.reports.selection.clone())));
         if let Some(follow) = &follow {
             follow.remember(&latest.reports());

@@ -91,6 +91,11 @@ impl Blacklistings {
     pub fn of(&self, name: &str) -> Blacklisting {
         self.0.get(name).copied().unwrap_or(Blacklisting::UNLISTED)
     }
+
+    /// Every asset the list shows listed or changed, with what it says of it.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, Blacklisting)> {
+        self.0.iter().map(|(name, said)| (&**name, *said))
+    }
 }
 
 /// The state of an asset on one blacklist, decided by the newest event.

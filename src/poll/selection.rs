@@ -4,6 +4,7 @@
 
 use std::str::FromStr;
 
+use crate::events::{Reporter, Reporters};
 use crate::vocabulary::fnv1a;
 
 /// `asset_reports.replica = "N/M"`: this is replica N of M, and fetches the reports of the
@@ -71,9 +72,25 @@ impl Selection {
 
     /// Whether the asset named `name` is fetched by this replica.
     pub fn selects(&self, name: &str) -> bool {
+        self.wants(name) && fnv1a(name.as_bytes()) % self.replica.count == self.replica.index - 1
+    }
+
+    /// Who reports on which asset, with reports on (`reporting`) or off: a rise of an asset
+    /// another replica reports on is that replica's to tell.
+    pub fn reporters(&self, reporting: bool) -> Reporters {
+        let selection = self.clone();
+        Reporters::new(move |_, name| match (reporting, selection.selects(name)) {
+            (true, true) => Reporter::ThisReplica,
+            (true, false) if selection.wants(name) => Reporter::AnotherReplica,
+            _ => Reporter::Nobody,
+        })
+    }
+
+    /// Whether the asset named `name` is fetched by one of the replicas: `include` and
+    /// `exclude` let it through.
+    pub fn wants(&self, name: &str) -> bool {
         self.include.as_ref().is_none_or(|r| r.is_match(name))
             && !self.exclude.as_ref().is_some_and(|r| r.is_match(name))
-            && fnv1a(name.as_bytes()) % self.replica.count == self.replica.index - 1
     }
 }
 

@@ -152,7 +152,14 @@ mod tests {
         delisted.listed = false;
         delisted.since = None;
         reports.set(Kind::Ip, "192.0.2.3".into(), report(vec![delisted]), now);
-        let snapshot = Snapshot::build(None, None, Some(Arc::new(reports)), true, 1);
+        let snapshot = Snapshot::build(
+            None,
+            None,
+            Some(Arc::new(reports)),
+            &Default::default(),
+            true,
+            1,
+        );
         let mut page = String::new();
         section(&mut page, &snapshot, &Blacklists::builtin());
         let listed = page.split("<h2 id=\"blacklists\">").next().unwrap();
@@ -209,7 +216,14 @@ mod tests {
             };
             reports.set(Kind::Ip, format!("192.0.2.{i}"), report, Instant::now());
         }
-        let snapshot = Snapshot::build(None, None, Some(Arc::new(reports)), true, 1);
+        let snapshot = Snapshot::build(
+            None,
+            None,
+            Some(Arc::new(reports)),
+            &Default::default(),
+            true,
+            1,
+        );
         let mut page = String::new();
         section(&mut page, &snapshot, &Blacklists::builtin());
         assert_eq!(page.matches("<td>ip 192.0.2.").count(), NEWEST_SHOWN);

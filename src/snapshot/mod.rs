@@ -13,7 +13,7 @@
 use std::sync::{Arc, OnceLock};
 
 use crate::blacklists::Blacklists;
-use crate::events::Events;
+use crate::events::{Events, Now, Rises};
 use crate::exposition::assets::{self, ListSamples};
 use crate::exposition::gzip::GzipPrefix;
 use crate::exposition::piece::Piece;
@@ -60,7 +60,7 @@ pub fn live(
     {
         let assets = Kind::ALL.map(|kind| snapshot.count_in(shard, kind));
         telemetry.encode(&mut openmetrics, assets, snapshot.shards());
-        (snapshot.events).encode(blacklists, shard, unix_now(), &mut openmetrics);
+        (snapshot.events).encode(blacklists, shard, Now::current(), &mut openmetrics);
         if !snapshot.blacklists.is_empty() {
             blacklists.encode_info(snapshot.blacklists.iter().map(|b| &**b), &mut openmetrics);
         }
@@ -127,12 +127,14 @@ impl Snapshot {
     }
 
     /// Builds a snapshot from rendered lists: their samples are shared, not copied; only the
-    /// report families are rendered here. The lists are in `shards` shards (as
-    /// [`ListPart::in_shards`] made them); so is the snapshot.
+    /// report families are rendered here, and the events of the reports and of the `rises` no
+    /// report named gathered. The lists are in `shards` shards (as [`ListPart::in_shards`] made
+    /// them); so is the snapshot.
     pub fn build(
         ips: Option<Arc<ListPart>>,
         domains: Option<Arc<ListPart>>,
         reports: Option<Arc<Reports>>,
+        rises: &Rises,
         ready: bool,
         shards: usize,
     ) -> Self {
@@ -146,13 +148,13 @@ impl Snapshot {
             parts.iter().all(|part| part.shards.len() == shards),
             "lists rendered in other shards than the snapshot's"
         );
-        let events = reports.as_deref().map_or_else(Events::default, |reports| {
-            let lists = [
-                (Kind::Ip, ips.as_deref().map(|l| &l.blacklistings)),
-                (Kind::Domain, domains.as_deref().map(|l| &l.blacklistings)),
-            ];
-            Events::gather(reports, lists, unix_now(), shards)
-        });
+        let lists = [
+            (Kind::Ip, ips.as_deref().map(|l| &l.blacklistings)),
+            (Kind::Domain, domains.as_deref().map(|l| &l.blacklistings)),
+        ];
+        let no_reports = Reports::default();
+        let reported = reports.as_deref().unwrap_or(&no_reports);
+        let events = Events::gather(reported, rises, lists, unix_now(), shards);
         let mut per_shard: Vec<_> = (0..shards)
             .map(|shard| {
                 let lists: Vec<ListSamples<'_>> =
@@ -356,7 +358,14 @@ mod tests {
                 ],
             },
         );
-        let snapshot = Snapshot::build(Some(Arc::new(ips)), Some(Arc::new(domains)), None, true, 1);
+        let snapshot = Snapshot::build(
+            Some(Arc::new(ips)),
+            Some(Arc::new(domains)),
+            None,
+            &Rises::default(),
+            true,
+            1,
+        );
         let names: Vec<&str> = snapshot.worst(10).iter().map(|a| &*a.name).collect();
         assert_eq!(names, ["a.example", "192.0.2.1", "b.example"]);
         assert_eq!(snapshot.worst(1).len(), 1);
@@ -378,6 +387,7 @@ mod tests {
             Some(part(Kind::Ip, "192.0.2.1")),
             Some(domains.clone()),
             None,
+            &Rises::default(),
             true,
             1,
         );
@@ -385,6 +395,7 @@ mod tests {
             Some(part(Kind::Ip, "192.0.2.2")),
             Some(domains),
             None,
+            &Rises::default(),
             true,
             1,
         );
@@ -439,6 +450,7 @@ mod tests {
             part(Kind::Ip, ips),
             part(Kind::Domain, domains),
             Some(Arc::new(reports)),
+            &Rises::default(),
             true,
             shards,
         )
@@ -505,7 +517,7 @@ mod tests {
                 ));
             }
             let part = Arc::new(builder.finish());
-            Snapshot::build(None, Some(part), None, true, 4)
+            Snapshot::build(None, Some(part), None, &Rises::default(), true, 4)
         };
         // (plain pieces, packed pieces) of the list
         let pieces = |snapshot: &Snapshot| {

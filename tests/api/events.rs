@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use reputation_exporter::config::Settings;
-use reputation_exporter::events::{LISTING_EVENT, check_label};
+use reputation_exporter::events::{LISTING_EVENT, UNNAMED_EVENT, check_label};
 use reputation_simulate::date::api_date;
 use reputation_simulate::{List, SimulatedApi};
 use serde_json::{Value, json};
@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 use crate::helpers::PausedApp;
 
 const NAME: &str = "192.0.2.5";
+const ASSET: &str = "/api/v1/asset";
 const MINUTE: i64 = 60;
 const HOUR: i64 = 3600;
 
@@ -152,5 +153,76 @@ async fn replicas_and_restarts_serve_one_identity_per_check_until_the_listings_e
     until(start, 16).await;
     for replica in [&one, &two] {
         assert_eq!(events(&replica.metrics().await), Vec::<String>::new());
+    }
+}
+
+/// The line of the asset's rise no report named, first seen at Unix time `seen`.
+fn unnamed_line(seen: f64) -> String {
+    format!(r#"{UNNAMED_EVENT}{{kind="ip",asset="{NAME}"}} {seen}"#)
+}
+
+/// The rise event lines of a scrape, in order.
+fn unnamed(body: &str) -> Vec<String> {
+    body.lines()
+        .filter(|l| l.starts_with(&format!("{UNNAMED_EVENT}{{")))
+        .map(str::to_owned)
+        .collect()
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_report_seven_minutes_late_names_the_rise_both_replicas_paged_and_pages_nothing_more() {
+    let now = reputation_exporter::health::unix_now() as i64 / MINUTE * MINUTE;
+    let began = now - 20 * MINUTE;
+    let api = SimulatedApi::new(12, 0);
+    set_listed(&api, 0, 0);
+    api.set_report(NAME, report(0, 0, &[]));
+    let start = tokio::time::Instant::now();
+    let one = PausedApp::start(api.clone(), "5m", "1h", |_| {}).await;
+    let two = PausedApp::start(api.clone(), "5m", "1h", |_| {}).await;
+    until(start, 1).await;
+
+    // Listed at minute 2; the reports answer 503 from then until minute 11, so the report the
+    // rise fetches at the poll of minute 5 comes through its retries minutes late.
+    api.set_outage(ASSET, Some(503));
+    set_listed(&api, 1, 1);
+    api.set_report(NAME, report(1, 1, &[event(began, "Listed", "SpamCop")]));
+    until(start, 7).await;
+    for replica in [&one, &two] {
+        let body = replica.metrics().await;
+        assert_eq!(unnamed(&body), Vec::<String>::new(), "within the grace");
+    }
+    until(start, 9).await;
+    let first = unnamed(&one.metrics().await);
+    assert_eq!(first.len(), 1, "{}", one.logs());
+    assert_eq!(unnamed(&two.metrics().await).len(), 1, "{}", two.logs());
+    let seen: f64 = first[0].rsplit(' ').next().unwrap().parse().unwrap();
+    assert_eq!(first, vec![unnamed_line(seen)]);
+
+    // The report comes: the listing is named (reputation_blacklist_listed) and is the rise's,
+    // so no listing event pages it again; the rise's event stands.
+    api.set_outage(ASSET, None);
+    until(start, 16).await;
+    for replica in [&one, &two] {
+        let body = replica.metrics().await;
+        let listed = format!(
+            r#"reputation_blacklist_listed{{kind="ip",asset="{NAME}",blacklist="SpamCop"}} 1"#
+        );
+        assert!(body.contains(&listed), "{}", replica.logs());
+        assert_eq!(events(&body), Vec::<String>::new());
+        assert_eq!(unnamed(&body).len(), 1);
+    }
+
+    // Delisted: the event ends at the poll that shows it.
+    let delisted = [
+        event(began, "Listed", "SpamCop"),
+        event(now + 20 * MINUTE, "Delisted", "SpamCop"),
+    ];
+    set_listed(&api, 0, -1);
+    api.set_report(NAME, report(0, -1, &delisted));
+    until(start, 21).await;
+    for replica in [&one, &two] {
+        let body = replica.metrics().await;
+        assert_eq!(unnamed(&body), Vec::<String>::new());
+        assert_eq!(events(&body), Vec::<String>::new());
     }
 }

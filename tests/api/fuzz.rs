@@ -99,7 +99,10 @@ fn snapshot(ips: &[Value], domains: &[Value]) -> Result<(Snapshot, Vec<Asset>), 
     };
     let ips = list(ips, Kind::Ip)?;
     let domains = list(domains, Kind::Domain)?;
-    Ok((Snapshot::build(ips, domains, None, true, 1), assets))
+    Ok((
+        Snapshot::build(ips, domains, None, &Default::default(), true, 1),
+        assets,
+    ))
 }
 
 /// Reads one sample line strictly; returns its label values, unescaped.

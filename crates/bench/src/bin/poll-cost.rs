@@ -40,7 +40,14 @@ fn main() {
         decoded.set.assets.into_iter().for_each(|a| builder.push(a));
         let (builder, remembered) = builder.finish();
         memory = Some(Arc::new(remembered));
-        let snapshot = Snapshot::build(Some(Arc::new(builder.finish())), None, None, true, 1);
+        let snapshot = Snapshot::build(
+            Some(Arc::new(builder.finish())),
+            None,
+            None,
+            &Default::default(),
+            true,
+            1,
+        );
         std::hint::black_box(snapshot);
     });
     println!("{n} {value:.1} {poll:.1} {:.2}", poll / value);

@@ -11,17 +11,33 @@
 //! from the list) ends every event of the asset at once, since the list is polled more often
 //! than the report.
 //!
+//! A **rise no report names** is a rise of the list's count at the API's last check that the
+//! report of the asset does not explain within [`NAMING_GRACE`] (the follow-up request and its
+//! retries): the asset not selected for reports, its report failing or late. It needs memory,
+//! which [`Rises`] keeps: when this replica first saw it, and the listings a report named after
+//! it had become an event, which are that event's and make none of their own. Its identity is
+//! the asset alone, so the replicas that see it serve one; rises at consecutive checks are one.
+//!
 //! The candidates are gathered once per snapshot (young listings only, a few per listed asset)
 //! and each scrape writes those still young at its own time, so an event ends at its age
 //! however long the API has been silent.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use crate::blacklists::{Blacklists, Policy};
 use crate::exposition::write_sample_at;
+use crate::health::unix_now;
 use crate::model::{Blacklisting, Blacklistings, Report, Reports};
 use crate::vocabulary::{Kind, shard_of};
+
+mod rises;
+
+use rises::Named;
+pub use rises::{Reporter, Reporters, Rise, Rises};
 
 /// How long a listing is news: its event is served for this long after the check at which it
 /// began (12 hours), and not after.
@@ -29,6 +45,21 @@ pub const LISTING_LIFETIME: f64 = 12.0 * 3600.0;
 
 /// The family of the listing events.
 pub const LISTING_EVENT: &str = "reputation_blacklisting_event_timestamp_seconds";
+
+/// The family of the rises no report names.
+pub const UNNAMED_EVENT: &str = "reputation_blacklisting_unnamed_event_timestamp_seconds";
+
+/// How long a rise the list shows waits for a report to name its listings before it is an
+/// event of its own: the report the rise fetches at once, with its retries.
+pub const NAMING_GRACE: Duration = Duration::from_secs(180);
+
+/// How long a rise no report names is news: as long as a listing.
+const UNNAMED_LIFETIME: Duration = Duration::from_secs(12 * 3600);
+
+const UNNAMED_EVENT_HELP: &str = "Unix time this replica first saw a rise of the asset's \
+    blacklisted count that no asset report named within 3 minutes (reports off or not selected \
+    for it, or its report failing or late), while the rise stands and is younger than 12 hours. \
+    Rises at consecutive API checks are one; listings a report names later are this event's.";
 
 const LISTING_EVENT_HELP: &str = "Unix time of the API check at which listings of the asset \
     began that still stand (the asset report's blacklist_history), while younger than 12 hours; \
@@ -66,29 +97,57 @@ pub fn check_label(check: f64) -> String {
     }
 }
 
+/// A moment on both clocks: the process's (for what this replica saw, on Tokio's clock, paused
+/// in tests) and the wall's (for the API's dates).
+#[derive(Debug, Clone, Copy)]
+pub struct Now {
+    /// On the process's clock.
+    pub at: Instant,
+    /// The same moment in Unix seconds.
+    pub unix: f64,
+}
+
+impl Now {
+    /// This moment.
+    pub fn current() -> Now {
+        Now {
+            at: Instant::now(),
+            unix: unix_now(),
+        }
+    }
+
+    /// Unix seconds of `then`, an earlier instant of the process.
+    fn unix_of(self, then: Instant) -> f64 {
+        self.unix - self.at.saturating_duration_since(then).as_secs_f64()
+    }
+}
+
 /// The events a snapshot serves: gathered when it is built, written at each scrape.
 #[derive(Debug, Clone, Default)]
 pub struct Events {
     /// Listing events young when gathered, by shard, asset and check.
     listings: Vec<ListingEvent>,
+    /// Rises no report named in time (or not yet: the scrape tells), by shard and asset.
+    unnamed: Vec<(usize, Kind, Box<str>, Instant)>,
 }
 
 impl Events {
-    /// The events of these reports, given what each kind's list says of its assets' counts
-    /// (`None` where no list of that kind is served: its assets serve nothing), young at Unix
-    /// time `now`, in `shards` shards.
+    /// The events of these reports and rises, given what each kind's list says of its assets'
+    /// counts (`None` where no list of that kind is served: its assets serve nothing), young at
+    /// Unix time `now`, in `shards` shards.
     pub fn gather(
         reports: &Reports,
+        rises: &Rises,
         lists: [(Kind, Option<&Blacklistings>); 2],
         now: f64,
         shards: usize,
     ) -> Events {
+        let served = |kind: Kind| lists.iter().find(|(k, _)| *k == kind).and_then(|(_, s)| *s);
         let mut listings = Vec::new();
         for (kind, asset, report) in reports.iter() {
-            let Some((_, Some(said))) = lists.iter().find(|(k, _)| *k == kind) else {
-                continue;
-            };
-            for (check, blacklists) in listing_events(report, said.of(asset), now) {
+            let Some(said) = served(kind) else { continue };
+            let absorbed = rises.absorbed(kind, asset);
+            for (check, blacklists) in listing_events(report, said.of(asset), absorbed, now) {
                 listings.push(ListingEvent {
                     kind,
                     asset: asset.into(),
@@ -103,7 +162,14 @@ impl Events {
                 .cmp(&(b.shard, b.kind.label(), &b.asset))
                 .then(a.check.total_cmp(&b.check))
         });
-        Events { listings }
+        let mut unnamed: Vec<_> = (rises.iter())
+            .filter(|(kind, ..)| served(*kind).is_some())
+            .map(|(kind, asset, rise)| {
+                (shard_of(kind, asset, shards), kind, asset.into(), rise.seen)
+            })
+            .collect();
+        unnamed.sort_by(|a, b| (a.0, a.1.label(), &a.2).cmp(&(b.0, b.1.label(), &b.2)));
+        Events { listings, unnamed }
     }
 
     /// The listing events of shard `shard` (`None`: every shard) young at Unix time `now`, with
@@ -130,15 +196,15 @@ impl Events {
             })
     }
 
-    /// The event families in OpenMetrics text: the listing events of shard `shard` (`None`:
-    /// every shard) young at Unix time `now`.
-    pub fn encode(&self, table: &Blacklists, shard: Option<usize>, now: f64, out: &mut String) {
+    /// The event families in OpenMetrics text, of shard `shard` (`None`: every shard) at
+    /// `now`: the listing events young then, and the rises no report named within the grace.
+    pub fn encode(&self, table: &Blacklists, shard: Option<usize>, now: Now, out: &mut String) {
         let _ = write!(
             out,
             "# HELP {LISTING_EVENT} {LISTING_EVENT_HELP}\n# TYPE {LISTING_EVENT} gauge\n"
         );
         let mut lines = Vec::new();
-        for event in self.listings(table, shard, now) {
+        for event in self.listings(table, shard, now.unix) {
             let check = event.check_label();
             let labels = [
                 ("kind", event.kind.label()),
@@ -148,6 +214,29 @@ impl Events {
             write_sample_at(&mut lines, LISTING_EVENT, &labels, event.check, None);
         }
         // Labels and values are strings the writer writes whole.
+        out.push_str(&String::from_utf8_lossy(&lines));
+        let _ = write!(
+            out,
+            "# HELP {UNNAMED_EVENT} {UNNAMED_EVENT_HELP}\n# TYPE {UNNAMED_EVENT} gauge\n"
+        );
+        lines.clear();
+        for (_, kind, asset, seen) in self
+            .unnamed
+            .iter()
+            .filter(|e| shard.is_none_or(|s| s == e.0))
+        {
+            let age = now.at.saturating_duration_since(*seen);
+            if (NAMING_GRACE..UNNAMED_LIFETIME).contains(&age) {
+                let labels = [("kind", kind.label()), ("asset", &**asset)];
+                write_sample_at(
+                    &mut lines,
+                    UNNAMED_EVENT,
+                    &labels,
+                    now.unix_of(*seen).floor(),
+                    None,
+                );
+            }
+        }
         out.push_str(&String::from_utf8_lossy(&lines));
     }
 }
@@ -160,15 +249,27 @@ fn young(check: f64, now: f64) -> bool {
 
 /// The listing events of one report, young at Unix time `now`, given what its list says of
 /// the asset's count: each check at which listings that stand began, with their blacklists
-/// (sorted), oldest check first. None when the list counts no listing: the list is polled more
-/// often than the report, and its 0 ends them all.
-pub fn listing_events(report: &Report, list: Blacklisting, now: f64) -> Vec<(f64, Vec<&str>)> {
+/// (sorted), oldest check first, leaving out the listings `absorbed` by a rise no report named
+/// in time. None when the list counts no listing: the list is polled more often than the
+/// report, and its 0 ends them all.
+pub fn listing_events<'a>(
+    report: &'a Report,
+    list: Blacklisting,
+    absorbed: &[Named],
+    now: f64,
+) -> Vec<(f64, Vec<&'a str>)> {
     if list.count == Some(0.0) {
         return Vec::new();
     }
     let mut checks: BTreeMap<i64, Vec<&str>> = BTreeMap::new();
     for listing in report.listings.iter().filter(|l| l.listed) {
-        if let Some(since) = listing.since.filter(|since| young(*since, now)) {
+        let since = listing.since.filter(|since| young(*since, now));
+        let own = |s: &f64| {
+            !absorbed
+                .iter()
+                .any(|(b, a)| **b == *listing.blacklist && *a == *s as i64)
+        };
+        if let Some(since) = since.filter(own) {
             // Keyed by the whole second: the API's dates are to the minute.
             (checks.entry(since as i64).or_default()).push(&listing.blacklist);
         }
@@ -184,14 +285,14 @@ pub fn listing_events(report: &Report, list: Blacklisting, now: f64) -> Vec<(f64
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::model::Listing;
 
-    const NOW: f64 = 1_796_000_000.0;
-    const HOUR: f64 = 3600.0;
+    pub(super) const NOW: f64 = 1_796_000_000.0;
+    pub(super) const HOUR: f64 = 3600.0;
 
-    fn listing(blacklist: &str, listed: bool, since: Option<f64>) -> Listing {
+    pub(super) fn listing(blacklist: &str, listed: bool, since: Option<f64>) -> Listing {
         Listing {
             blacklist: blacklist.to_owned(),
             listed,
@@ -200,7 +301,7 @@ mod tests {
         }
     }
 
-    fn report(listings: Vec<Listing>) -> Report {
+    pub(super) fn report(listings: Vec<Listing>) -> Report {
         Report {
             named: listings.iter().filter(|l| l.listed).count(),
             listings,
@@ -223,7 +324,7 @@ mod tests {
             listing("UCEPROTECT-1", true, Some(NOW - 3.0 * HOUR)),
         ]);
         assert_eq!(
-            listing_events(&r, counted(3.0), NOW),
+            listing_events(&r, counted(3.0), &[], NOW),
             vec![
                 (NOW - 3.0 * HOUR, vec!["UCEPROTECT-1"]),
                 (NOW - HOUR, vec!["BARRACUDA", "SpamCop"]),
@@ -239,22 +340,22 @@ mod tests {
             listing("Spamhaus SBL", false, None),
         ]);
         assert_eq!(
-            listing_events(&r, counted(2.0), NOW),
+            listing_events(&r, counted(2.0), &[], NOW),
             vec![(NOW - 12.0 * HOUR + 60.0, vec!["SpamCop"])]
         );
-        assert_eq!(listing_events(&r, counted(2.0), NOW + 60.0), vec![]);
+        assert_eq!(listing_events(&r, counted(2.0), &[], NOW + 60.0), vec![]);
     }
 
     #[test]
     fn the_lists_zero_ends_every_event_of_the_asset_and_an_unknown_count_ends_none() {
         let r = report(vec![listing("SpamCop", true, Some(NOW - HOUR))]);
-        assert_eq!(listing_events(&r, counted(0.0), NOW), vec![]);
+        assert_eq!(listing_events(&r, counted(0.0), &[], NOW), vec![]);
         let unknown = Blacklisting {
             count: None,
             change: None,
         };
         assert_eq!(
-            listing_events(&r, unknown, NOW),
+            listing_events(&r, unknown, &[], NOW),
             vec![(NOW - HOUR, vec!["SpamCop"])]
         );
     }
@@ -267,15 +368,29 @@ mod tests {
     fn gathered(report: Report, count: f64) -> Events {
         let mut reports = Reports::default();
         let name = "192.0.2.7".to_owned();
-        reports.set(Kind::Ip, name.clone(), report, tokio::time::Instant::now());
+        reports.set(Kind::Ip, name.clone(), report, Instant::now());
         let mut said = Blacklistings::default();
         said.note(&name, counted(count));
-        Events::gather(
-            &reports,
-            [(Kind::Ip, Some(&said)), (Kind::Domain, None)],
-            NOW,
-            1,
-        )
+        let lists = [(Kind::Ip, Some(&said)), (Kind::Domain, None)];
+        Events::gather(&reports, &Rises::default(), lists, NOW, 1)
+    }
+
+    /// The sample lines `encode` writes at `now`.
+    pub(super) fn samples(events: &Events, now: Now) -> Vec<String> {
+        let mut out = String::new();
+        events.encode(&Blacklists::builtin(), None, now, &mut out);
+        out.lines()
+            .filter(|l| !l.starts_with('#'))
+            .map(str::to_owned)
+            .collect()
+    }
+
+    /// A clock `seconds` after `start`, which is at Unix time NOW.
+    pub(super) fn after(start: Instant, seconds: u64) -> Now {
+        Now {
+            at: start + Duration::from_secs(seconds),
+            unix: NOW + seconds as f64,
+        }
     }
 
     #[test]
@@ -289,12 +404,10 @@ mod tests {
             2.0,
         );
         let table = Blacklists::builtin();
-        let mut out = String::new();
-        events.encode(&table, None, NOW, &mut out);
-        let samples: Vec<&str> = out.lines().filter(|l| !l.starts_with('#')).collect();
+        let start = Instant::now();
         let check = check_label(NOW - HOUR);
         assert_eq!(
-            samples,
+            samples(&events, after(start, 0)),
             vec![format!(
                 "{LISTING_EVENT}{{kind=\"ip\",asset=\"192.0.2.7\",check=\"{check}\"}} {}",
                 NOW - HOUR
@@ -304,9 +417,8 @@ mod tests {
         assert_eq!(paging.len(), 1);
         assert_eq!(paging[0].blacklists, vec![Box::from("SpamCop")]);
         // Twelve hours after the check, at the next scrape, nothing: the same snapshot.
-        let mut later = String::new();
-        events.encode(&table, None, NOW - HOUR + LISTING_LIFETIME, &mut later);
-        assert_eq!(later.lines().filter(|l| !l.starts_with('#')).count(), 0);
+        let later = after(start, (LISTING_LIFETIME - HOUR) as u64);
+        assert_eq!(samples(&events, later), Vec::<String>::new());
     }
 
     #[test]
@@ -318,13 +430,18 @@ mod tests {
         assert_eq!(events.listings.len(), 1);
         let mut reports = Reports::default();
         let r = report(vec![listing("SpamCop", true, Some(NOW - HOUR))]);
-        reports.set(Kind::Ip, "192.0.2.7".into(), r, tokio::time::Instant::now());
+        reports.set(Kind::Ip, "192.0.2.7".into(), r, Instant::now());
         let empty = Blacklistings::default();
         let lists = [(Kind::Ip, Some(&empty)), (Kind::Domain, None)];
-        assert!(Events::gather(&reports, lists, NOW, 1).listings.is_empty());
+        let rises = Rises::default();
+        assert!(
+            Events::gather(&reports, &rises, lists, NOW, 1)
+                .listings
+                .is_empty()
+        );
         let unserved = [(Kind::Ip, None), (Kind::Domain, None)];
         assert!(
-            Events::gather(&reports, unserved, NOW, 1)
+            Events::gather(&reports, &rises, unserved, NOW, 1)
                 .listings
                 .is_empty()
         );

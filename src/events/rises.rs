@@ -1,0 +1,362 @@
+//! The rises of a count that no report named in time: what a replica remembers of them, and
+//! who reports on which asset.
+
+use std::collections::HashMap;
+
+use tokio::time::Instant;
+
+use super::{NAMING_GRACE, Now, UNNAMED_LIFETIME, young};
+use crate::model::{Blacklistings, Report, Reports};
+use crate::vocabulary::Kind;
+
+/// Who fetches an asset's report, as this replica's configuration says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reporter {
+    /// This replica: a rise its report does not name in time is an event here.
+    ThisReplica,
+    /// Another replica (`asset_reports.replica`): that one tells whether its report names a
+    /// rise, and this one serves no event for it.
+    AnotherReplica,
+    /// None (reports off, or the asset not included): every rise is one no report names.
+    Nobody,
+}
+
+/// Who reports on which asset, from the running configuration; by default nobody.
+#[derive(Clone)]
+pub struct Reporters(std::sync::Arc<ReporterOf>);
+
+/// Who reports on the asset of a kind and name.
+type ReporterOf = dyn Fn(Kind, &str) -> Reporter + Send + Sync;
+
+impl Reporters {
+    /// Who reports on which asset, as `of` says.
+    pub fn new(of: impl Fn(Kind, &str) -> Reporter + Send + Sync + 'static) -> Self {
+        Reporters(std::sync::Arc::new(of))
+    }
+
+    /// Who reports on the asset `name` of `kind`.
+    pub fn of(&self, kind: Kind, name: &str) -> Reporter {
+        (self.0)(kind, name)
+    }
+}
+
+impl Default for Reporters {
+    fn default() -> Self {
+        Reporters::new(|_, _| Reporter::Nobody)
+    }
+}
+
+impl std::fmt::Debug for Reporters {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Reporters")
+    }
+}
+
+/// A listing a report names: its blacklist and when it began (Unix seconds).
+pub(super) type Named = (Box<str>, i64);
+
+/// One rise no report named in time, as this replica saw it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rise {
+    /// When this replica's list first showed it.
+    pub seen: Instant,
+    /// The listings the report named when the rise was first seen: earlier news, not its own.
+    known: Vec<Named>,
+    /// The listings a report named after the rise had become an event: its own, which page as
+    /// it, not by name.
+    absorbed: Vec<Named>,
+}
+
+impl Rise {
+    /// Whether no report named it within [`NAMING_GRACE`] of `seen`: an event, at `now`.
+    fn is_event(&self, now: Instant) -> bool {
+        now.saturating_duration_since(self.seen) >= NAMING_GRACE
+    }
+
+    /// Whether it is still news at `now`.
+    fn is_young(&self, now: Instant) -> bool {
+        now.saturating_duration_since(self.seen) < UNNAMED_LIFETIME
+    }
+}
+
+/// The standing, young listings of a report, each (blacklist, start).
+fn named(report: &Report, now: f64) -> impl Iterator<Item = Named> + '_ {
+    (report.listings.iter())
+        .filter(|l| l.listed)
+        .filter_map(move |l| {
+            l.since
+                .filter(|s| young(*s, now))
+                .map(|s| (l.blacklist.as_str().into(), s as i64))
+        })
+}
+
+/// The rises no report named in time, per asset: what this replica remembers of them.
+#[derive(Debug, Clone, Default)]
+pub struct Rises(HashMap<(Kind, Box<str>), Rise>);
+
+impl Rises {
+    /// Takes in what the lists (`None` where no list of that kind is served) and the reports
+    /// say at `now`: a rise the list shows and the report does not name is remembered; one the
+    /// report names within the grace is forgotten, and the listings it names later are the
+    /// rise's; a rise ends when the list counts no listing, when it is 12 hours old, or when
+    /// the last check showed no rise and none of its listings stands.
+    pub fn update(
+        &mut self,
+        lists: [(Kind, Option<&Blacklistings>); 2],
+        reports: &Reports,
+        reporters: &Reporters,
+        now: Now,
+    ) {
+        let (unix_now, now_at) = (now.unix, now.at);
+        for (kind, said) in lists {
+            let Some(said) = said else { continue };
+            // Ended: gone from the list or counted nowhere, or another replica's.
+            self.0.retain(|(k, name), _| {
+                *k != kind
+                    || (said.of(name).count != Some(0.0)
+                        && reporters.of(kind, name) != Reporter::AnotherReplica)
+            });
+            for (name, list) in said.iter() {
+                let (Some(count), change) = (list.count, list.change.unwrap_or(0.0)) else {
+                    continue;
+                };
+                let reporter = reporters.of(kind, name);
+                if count <= 0.0 || reporter == Reporter::AnotherReplica {
+                    continue;
+                }
+                let report = (reporter == Reporter::ThisReplica)
+                    .then(|| reports.get(kind, name))
+                    .flatten();
+                // The report explains the rise when it says what the list says and names as
+                // many young listings as the count rose by.
+                let explained = report.is_some_and(|r| {
+                    r.blacklisting == list && named(r, unix_now).count() as f64 >= change
+                });
+                let rising = change > 0.0 && !explained;
+                let key = (kind, Box::from(name));
+                match self.0.get_mut(&key) {
+                    None if rising => {
+                        let known = report
+                            .map(|r| named(r, unix_now).collect())
+                            .unwrap_or_default();
+                        let rise = Rise {
+                            seen: now_at,
+                            known,
+                            absorbed: Vec::new(),
+                        };
+                        self.0.insert(key, rise);
+                    }
+                    None => {}
+                    // Named within the grace, or over before it.
+                    Some(rise) if !rise.is_event(now_at) && !rising => {
+                        self.0.remove(&key);
+                    }
+                    Some(rise) if !rise.is_event(now_at) => {}
+                    Some(rise) => {
+                        let seen = now.unix_of(rise.seen);
+                        if let Some(report) = report {
+                            for listing in named(report, unix_now) {
+                                let new = !rise.known.contains(&listing)
+                                    && !rise.absorbed.contains(&listing);
+                                if new && listing.1 as f64 <= seen {
+                                    rise.absorbed.push(listing);
+                                }
+                            }
+                            let standing: Vec<Named> = named(report, unix_now).collect();
+                            rise.absorbed.retain(|l| standing.contains(l));
+                        }
+                        // Over: no rise at the last check, and none of its listings
+                        // stands (or it is old news; while the list still shows the rise it
+                        // is remembered, so that it does not page again).
+                        if change <= 0.0 && (rise.absorbed.is_empty() || !rise.is_young(now_at)) {
+                            self.0.remove(&key);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The listings of the asset that are a rise's, not events of their own.
+    pub(super) fn absorbed(&self, kind: Kind, name: &str) -> &[Named] {
+        (self.0.get(&(kind, Box::from(name)))).map_or(&[], |rise| &rise.absorbed)
+    }
+
+    /// The rises remembered, with their assets.
+    pub fn iter(&self) -> impl Iterator<Item = (Kind, &str, &Rise)> {
+        self.0
+            .iter()
+            .map(|((kind, name), rise)| (*kind, &**name, rise))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{NOW, after, listing, report, samples};
+    use super::super::{Events, LISTING_EVENT, UNNAMED_EVENT, check_label};
+    use super::*;
+    use crate::model::{Blacklisting, Listing};
+
+    const ASSET: &str = "192.0.2.9";
+
+    /// One asset's list, its report (when given), and the rises and events of both at `now`.
+    struct Story {
+        start: Instant,
+        rises: Rises,
+        reporters: Reporters,
+        said: Blacklistings,
+        reports: Reports,
+    }
+
+    impl Story {
+        fn new(reporter: Reporter) -> Story {
+            Story {
+                start: Instant::now(),
+                rises: Rises::default(),
+                reporters: Reporters::new(move |_, _| reporter),
+                said: Blacklistings::default(),
+                reports: Reports::default(),
+            }
+        }
+
+        /// The list says `count` and `change` at `seconds`.
+        fn list(&mut self, seconds: u64, count: f64, change: f64) -> &mut Self {
+            let said = Blacklisting {
+                count: Some(count),
+                change: Some(change),
+            };
+            self.said = Blacklistings::default();
+            self.said.note(ASSET, said);
+            self.update(seconds)
+        }
+
+        /// A report that agrees with the list arrives at `seconds`, naming `listings`.
+        fn report(&mut self, seconds: u64, listings: Vec<Listing>) -> &mut Self {
+            let mut report = report(listings);
+            report.blacklisting = self.said.of(ASSET);
+            self.reports.set(Kind::Ip, ASSET.into(), report, self.start);
+            self.update(seconds)
+        }
+
+        fn update(&mut self, seconds: u64) -> &mut Self {
+            let lists = [(Kind::Ip, Some(&self.said)), (Kind::Domain, None)];
+            let now = after(self.start, seconds);
+            self.rises
+                .update(lists, &self.reports, &self.reporters, now);
+            self
+        }
+
+        /// What a scrape at `seconds` writes.
+        fn scrape(&self, seconds: u64) -> Vec<String> {
+            let lists = [(Kind::Ip, Some(&self.said)), (Kind::Domain, None)];
+            let now = after(self.start, seconds);
+            let events = Events::gather(&self.reports, &self.rises, lists, now.unix, 1);
+            samples(&events, now)
+        }
+    }
+
+    fn unnamed(seen: f64) -> String {
+        format!("{UNNAMED_EVENT}{{kind=\"ip\",asset=\"{ASSET}\"}} {seen}")
+    }
+
+    fn named(check: f64) -> String {
+        let label = check_label(check);
+        format!("{LISTING_EVENT}{{kind=\"ip\",asset=\"{ASSET}\",check=\"{label}\"}} {check}")
+    }
+
+    #[test]
+    fn a_rise_its_report_names_within_the_grace_pages_by_name_only() {
+        let mut story = Story::new(Reporter::ThisReplica);
+        story.list(0, 1.0, 1.0);
+        assert_eq!(
+            story.scrape(60),
+            Vec::<String>::new(),
+            "waiting for the report"
+        );
+        let began = NOW - 600.0;
+        story.report(170, vec![listing("SpamCop", true, Some(began))]);
+        assert_eq!(story.scrape(170), vec![named(began)]);
+        assert_eq!(
+            story.scrape(400),
+            vec![named(began)],
+            "no unnamed event after the grace"
+        );
+    }
+
+    #[test]
+    fn a_rise_named_late_stays_one_event_until_its_listing_ends_and_a_later_listing_pages_by_name()
+    {
+        let mut story = Story::new(Reporter::ThisReplica);
+        story.list(0, 1.0, 1.0);
+        assert_eq!(story.scrape(179), Vec::<String>::new());
+        assert_eq!(story.scrape(180), vec![unnamed(NOW)]);
+        // The report comes 7 minutes late: its listing is the unnamed event's.
+        let began = NOW - 600.0;
+        story.report(420, vec![listing("SpamCop", true, Some(began))]);
+        assert_eq!(story.scrape(420), vec![unnamed(NOW)]);
+        // The next check shows no rise; the listing stands, and so does its event.
+        story
+            .list(3600, 1.0, 0.0)
+            .report(3610, vec![listing("SpamCop", true, Some(began))]);
+        assert_eq!(story.scrape(3700), vec![unnamed(NOW)]);
+        // A listing begun after the rise was seen is news of its own, by name.
+        let later = NOW + 7000.0;
+        let both = vec![
+            listing("SpamCop", true, Some(began)),
+            listing("BARRACUDA", true, Some(later)),
+        ];
+        story.list(7300, 2.0, 1.0).report(7310, both);
+        assert_eq!(story.scrape(7400), vec![named(later), unnamed(NOW)]);
+        // SpamCop's listing ends: so does the unnamed event; BARRACUDA's stands.
+        let ended = vec![
+            listing("SpamCop", false, None),
+            listing("BARRACUDA", true, Some(later)),
+        ];
+        story.list(10_900, 1.0, -1.0).report(10_910, ended);
+        assert_eq!(story.scrape(11_000), vec![named(later)]);
+    }
+
+    #[test]
+    fn rises_at_consecutive_checks_no_report_names_are_one_event_until_a_check_without_one() {
+        let mut story = Story::new(Reporter::Nobody);
+        story.list(0, 1.0, 1.0);
+        story.list(3600, 2.0, 1.0);
+        assert_eq!(story.scrape(3700), vec![unnamed(NOW)]);
+        story.list(7200, 2.0, 0.0);
+        assert_eq!(story.scrape(7300), Vec::<String>::new());
+        // The list counting none ends one at once.
+        story.list(7500, 3.0, 1.0);
+        assert_eq!(story.scrape(7800), vec![unnamed(NOW + 7500.0)]);
+        story.list(7900, 0.0, -3.0);
+        assert_eq!(story.scrape(8000), Vec::<String>::new());
+    }
+
+    #[test]
+    fn a_rise_of_an_asset_another_replica_reports_on_is_that_replicas_to_tell() {
+        let mut theirs = Story::new(Reporter::AnotherReplica);
+        theirs.list(0, 1.0, 1.0);
+        assert_eq!(theirs.scrape(600), Vec::<String>::new());
+        let mut nobodys = Story::new(Reporter::Nobody);
+        nobodys.list(0, 1.0, 1.0);
+        assert_eq!(nobodys.scrape(600), vec![unnamed(NOW)]);
+    }
+
+    #[test]
+    fn an_unnamed_event_is_news_for_twelve_hours() {
+        let mut story = Story::new(Reporter::Nobody);
+        story.list(0, 1.0, 1.0);
+        let twelve_hours = UNNAMED_LIFETIME.as_secs();
+        assert_eq!(story.scrape(twelve_hours - 1), vec![unnamed(NOW)]);
+        assert_eq!(story.scrape(twelve_hours), Vec::<String>::new());
+        // An API that checks the asset seldom still shows the rise: remembered, not news again.
+        story.update(twelve_hours + 600);
+        assert_eq!(story.scrape(twelve_hours + 600), Vec::<String>::new());
+        assert_eq!(story.rises.iter().count(), 1);
+        story.list(twelve_hours + 3600, 1.0, 0.0);
+        assert_eq!(
+            story.rises.iter().count(),
+            0,
+            "forgotten at the check without a rise"
+        );
+    }
+}
