@@ -12,7 +12,7 @@ use tokio::time::Instant;
 use tracing::warn;
 
 use crate::disk::Disk;
-use crate::events::{Now, Reporters, Rises};
+use crate::events::{ListView, Memory, Now, Reporters};
 use crate::exposition::Format;
 use crate::model::{ListMemory, Report, Reports};
 use crate::snapshot::{ListPart, Snapshot};
@@ -48,8 +48,9 @@ struct Parts {
     /// Shared with the snapshots; copied on write.
     reports: Arc<Reports>,
     ready: bool,
-    /// The rises of counts that no report named in time: what this replica remembers.
-    rises: Rises,
+    /// What this replica remembers to tell events: the rises no report named in time, the
+    /// score drops and SNDS blocks its lists showed.
+    memory: Memory,
     /// Who reports on which asset (nobody until [`Latest::report_by`] says).
     reporters: Reporters,
 }
@@ -64,7 +65,7 @@ impl Latest {
     /// Empty latest data, whose lists expire after `max_age` and reports after `report_max_age`,
     /// rendered in `shards` shards; its snapshots can be watched from the start.
     pub fn new(max_age: Duration, report_max_age: Duration, shards: usize) -> Arc<Latest> {
-        let empty = Snapshot::build(None, None, None, &Rises::default(), false, shards);
+        let empty = Snapshot::build(None, None, None, &Memory::default(), false, shards);
         let (snapshots, _) = watch::channel(Arc::new(empty));
         Arc::new(Latest {
             parts: Mutex::new(Parts {
@@ -311,8 +312,19 @@ impl Latest {
         lists.chain(reports).min()
     }
 
-    /// Takes what changed into the rises no report named, and publishes the snapshot.
+    /// Takes what changed into what the replica remembers, and publishes the snapshot.
     fn publish(&self, parts: &mut Parts) {
+        for part in [&parts.ips, &parts.domains].into_iter().flatten() {
+            let kind = part.list.kind;
+            let memory = self.memory(kind);
+            parts.memory.changes.take(ListView {
+                kind,
+                fetched: part.fetched,
+                names: &part.list.names,
+                shown: &part.list.shown,
+                memory: memory.as_deref(),
+            });
+        }
         let lists = [
             (Kind::Ip, parts.ips.as_ref().map(|p| &p.list.blacklistings)),
             (
@@ -320,12 +332,13 @@ impl Latest {
                 parts.domains.as_ref().map(|p| &p.list.blacklistings),
             ),
         ];
-        (parts.rises).update(lists, &parts.reports, &parts.reporters, Now::current());
+        let (reports, reporters) = (&parts.reports, &parts.reporters);
+        (parts.memory.rises).update(lists, reports, reporters, Now::current());
         let snapshot = Snapshot::build(
             parts.ips.as_ref().map(|p| p.list.clone()),
             parts.domains.as_ref().map(|p| p.list.clone()),
             (!parts.reports.is_empty()).then(|| parts.reports.clone()),
-            &parts.rises,
+            &parts.memory,
             parts.ready,
             self.shards,
         );

@@ -122,10 +122,11 @@ async fn warm(
     let (list_count, report_count) = (lists.len(), reports.len());
     let (serving, persisted) = (latest.clone(), disk.clone());
     let _ = exporter_web::task::spawn_blocking(move || {
-        serving.restore(lists, reports);
+        // Remembered first: the snapshot the restore publishes reads what the lists said.
         for (kind, memory) in memories {
             serving.remember(kind, memory);
         }
+        serving.restore(lists, reports);
         serving.persist_to(persisted);
     })
     .await;

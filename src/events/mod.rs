@@ -34,8 +34,11 @@ use crate::health::unix_now;
 use crate::model::{Blacklisting, Blacklistings, Report, Reports};
 use crate::vocabulary::{Kind, shard_of};
 
+mod changes;
 mod rises;
 
+use crate::model::shown::Drop;
+pub use changes::{HeldChanges, ListView};
 use rises::Named;
 pub use rises::{Reporter, Reporters, Rise, Rises};
 
@@ -60,6 +63,21 @@ const UNNAMED_EVENT_HELP: &str = "Unix time this replica first saw a rise of the
     blacklisted count that no asset report named within 3 minutes (reports off or not selected \
     for it, or its report failing or late), while the rise stands and is younger than 12 hours. \
     Rises at consecutive API checks are one; listings a report names later are this event's.";
+
+/// The family of the score drops.
+pub const DROP_EVENT: &str = "reputation_senderscore_drop_event";
+
+const DROP_EVENT_HELP: &str = "Points the asset's Sender Score dropped, from the score before \
+    (from) to the score after (to), as the API's senderscore and senderscore_change give them: \
+    at its last check, or at checks no list of this replica showed. Ends at the second list in a \
+    row that does not show it; a list without a score ends nothing.";
+
+/// The family of the SNDS blocks.
+pub const BLOCK_EVENT: &str = "reputation_snds_block_event";
+
+const BLOCK_EVENT_HELP: &str = "1 while Microsoft SNDS newly blocks the asset: blocked at the \
+    API's last check (snds_blocked_change) or at one no list of this replica showed. Ends at the \
+    second list in a row that does not show it; a list without a value ends nothing.";
 
 const LISTING_EVENT_HELP: &str = "Unix time of the API check at which listings of the asset \
     began that still stand (the asset report's blacklist_history), while younger than 12 hours; \
@@ -122,6 +140,16 @@ impl Now {
     }
 }
 
+/// What a replica remembers to tell events: the rises no report named in time, and the score
+/// drops and SNDS blocks its lists showed.
+#[derive(Debug, Clone, Default)]
+pub struct Memory {
+    /// The rises of counts no report named in time.
+    pub rises: Rises,
+    /// The score drops and SNDS blocks the lists showed.
+    pub changes: HeldChanges,
+}
+
 /// The events a snapshot serves: gathered when it is built, written at each scrape.
 #[derive(Debug, Clone, Default)]
 pub struct Events {
@@ -129,20 +157,25 @@ pub struct Events {
     listings: Vec<ListingEvent>,
     /// Rises no report named in time (or not yet: the scrape tells), by shard and asset.
     unnamed: Vec<(usize, Kind, Box<str>, Instant)>,
+    /// Score drops, by shard, asset and drop.
+    drops: Vec<(usize, Kind, Box<str>, Drop)>,
+    /// SNDS blocks, by shard and asset.
+    blocks: Vec<(usize, Kind, Box<str>)>,
 }
 
 impl Events {
-    /// The events of these reports and rises, given what each kind's list says of its assets'
-    /// counts (`None` where no list of that kind is served: its assets serve nothing), young at
-    /// Unix time `now`, in `shards` shards.
+    /// The events of these reports and of what this replica remembers, given what each kind's
+    /// list says of its assets' counts (`None` where no list of that kind is served: its assets
+    /// serve nothing), young at Unix time `now`, in `shards` shards.
     pub fn gather(
         reports: &Reports,
-        rises: &Rises,
+        memory: &Memory,
         lists: [(Kind, Option<&Blacklistings>); 2],
         now: f64,
         shards: usize,
     ) -> Events {
         let served = |kind: Kind| lists.iter().find(|(k, _)| *k == kind).and_then(|(_, s)| *s);
+        let rises = &memory.rises;
         let mut listings = Vec::new();
         for (kind, asset, report) in reports.iter() {
             let Some(said) = served(kind) else { continue };
@@ -169,7 +202,23 @@ impl Events {
             })
             .collect();
         unnamed.sort_by(|a, b| (a.0, a.1.label(), &a.2).cmp(&(b.0, b.1.label(), &b.2)));
-        Events { listings, unnamed }
+        let changes = &memory.changes;
+        let mut drops: Vec<_> = (changes.drops())
+            .filter(|(kind, ..)| served(*kind).is_some())
+            .map(|(kind, asset, drop)| (shard_of(kind, asset, shards), kind, asset.into(), drop))
+            .collect();
+        drops.sort_by(|a, b| (a.0, a.1.label(), &a.2, a.3).cmp(&(b.0, b.1.label(), &b.2, b.3)));
+        let mut blocks: Vec<_> = (changes.blocks())
+            .filter(|(kind, ..)| served(*kind).is_some())
+            .map(|(kind, asset)| (shard_of(kind, asset, shards), kind, asset.into()))
+            .collect();
+        blocks.sort_by(|a, b| (a.0, a.1.label(), &a.2).cmp(&(b.0, b.1.label(), &b.2)));
+        Events {
+            listings,
+            unnamed,
+            drops,
+            blocks,
+        }
     }
 
     /// The listing events of shard `shard` (`None`: every shard) young at Unix time `now`, with
@@ -236,6 +285,33 @@ impl Events {
                     None,
                 );
             }
+        }
+        out.push_str(&String::from_utf8_lossy(&lines));
+        let in_shard = |event_shard: usize| shard.is_none_or(|s| s == event_shard);
+        let _ = write!(
+            out,
+            "# HELP {DROP_EVENT} {DROP_EVENT_HELP}\n# TYPE {DROP_EVENT} gauge\n"
+        );
+        lines.clear();
+        for (_, kind, asset, (from, to)) in self.drops.iter().filter(|e| in_shard(e.0)) {
+            let (from_label, to_label) = (from.to_string(), to.to_string());
+            let labels = [
+                ("kind", kind.label()),
+                ("asset", &**asset),
+                ("from", &from_label),
+                ("to", &to_label),
+            ];
+            write_sample_at(&mut lines, DROP_EVENT, &labels, (from - to) as f64, None);
+        }
+        out.push_str(&String::from_utf8_lossy(&lines));
+        let _ = write!(
+            out,
+            "# HELP {BLOCK_EVENT} {BLOCK_EVENT_HELP}\n# TYPE {BLOCK_EVENT} gauge\n"
+        );
+        lines.clear();
+        for (_, kind, asset) in self.blocks.iter().filter(|e| in_shard(e.0)) {
+            let labels = [("kind", kind.label()), ("asset", &**asset)];
+            write_sample_at(&mut lines, BLOCK_EVENT, &labels, 1.0, None);
         }
         out.push_str(&String::from_utf8_lossy(&lines));
     }
@@ -372,7 +448,7 @@ pub(super) mod tests {
         let mut said = Blacklistings::default();
         said.note(&name, counted(count));
         let lists = [(Kind::Ip, Some(&said)), (Kind::Domain, None)];
-        Events::gather(&reports, &Rises::default(), lists, NOW, 1)
+        Events::gather(&reports, &Memory::default(), lists, NOW, 1)
     }
 
     /// The sample lines `encode` writes at `now`.
@@ -433,15 +509,15 @@ pub(super) mod tests {
         reports.set(Kind::Ip, "192.0.2.7".into(), r, Instant::now());
         let empty = Blacklistings::default();
         let lists = [(Kind::Ip, Some(&empty)), (Kind::Domain, None)];
-        let rises = Rises::default();
+        let memory = Memory::default();
         assert!(
-            Events::gather(&reports, &rises, lists, NOW, 1)
+            Events::gather(&reports, &memory, lists, NOW, 1)
                 .listings
                 .is_empty()
         );
         let unserved = [(Kind::Ip, None), (Kind::Domain, None)];
         assert!(
-            Events::gather(&reports, &rises, unserved, NOW, 1)
+            Events::gather(&reports, &memory, unserved, NOW, 1)
                 .listings
                 .is_empty()
         );

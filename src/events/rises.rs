@@ -193,7 +193,7 @@ impl Rises {
 #[cfg(test)]
 mod tests {
     use super::super::tests::{NOW, after, listing, report, samples};
-    use super::super::{Events, LISTING_EVENT, UNNAMED_EVENT, check_label};
+    use super::super::{Events, LISTING_EVENT, Memory, UNNAMED_EVENT, check_label};
     use super::*;
     use crate::model::{Blacklisting, Listing};
 
@@ -250,7 +250,11 @@ mod tests {
         fn scrape(&self, seconds: u64) -> Vec<String> {
             let lists = [(Kind::Ip, Some(&self.said)), (Kind::Domain, None)];
             let now = after(self.start, seconds);
-            let events = Events::gather(&self.reports, &self.rises, lists, now.unix, 1);
+            let memory = Memory {
+                rises: self.rises.clone(),
+                ..Memory::default()
+            };
+            let events = Events::gather(&self.reports, &memory, lists, now.unix, 1);
             samples(&events, now)
         }
     }

@@ -158,6 +158,16 @@ impl ListMemory {
         found.ok().map(|i| run[i] as usize)
     }
 
+    /// What it said of the asset `name`: its Sender Score and SNDS block (`None` for no value,
+    /// and for both when it has no entry: an asset not in the list, or with neither value).
+    pub fn values(&self, name: &str) -> (Option<f64>, Option<f64>) {
+        let value = |v: Value| (v.value != Value::NONE).then_some(f64::from(v.value));
+        self.position(key(name)).map_or((None, None), |i| {
+            let entry = &self.entries[i];
+            (value(entry.senderscore), value(entry.snds_blocked))
+        })
+    }
+
     #[cfg(test)]
     fn get(&self, key: u64) -> Option<&Entry> {
         self.position(key).map(|i| &self.entries[i])

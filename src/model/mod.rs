@@ -6,6 +6,7 @@
 pub mod asset;
 pub mod memory;
 pub mod report;
+pub mod shown;
 
 pub use crate::vocabulary::Unrecognized;
 pub use asset::{Asset, AssetDecoder, AssetSet, AssetSink, DecodedAssets, worst_first};
@@ -13,3 +14,4 @@ pub use memory::{ListMemory, Remembering};
 pub use report::{
     Blacklisting, Blacklistings, CurrentListing, Listing, NEWEST_SHOWN, Report, Reports,
 };
+pub use shown::Shown;

@@ -274,8 +274,9 @@ impl Poller {
         let (builder, memory) = remembering.finish();
         let latest = self.account.latest.clone();
         let replaced = exporter_web::task::spawn_blocking(move || {
-            latest.replace(kind, builder.finish(), fetched);
+            // Remembered first: the snapshot the list publishes reads what it said.
             latest.remember(kind, memory);
+            latest.replace(kind, builder.finish(), fetched);
         })
         .await;
         match replaced {

@@ -5,7 +5,7 @@ use std::ops::Range;
 
 use crate::exposition::assets::{ListRenderer, ListSamples};
 use crate::exposition::piece::Piece;
-use crate::model::{Asset, AssetSet, AssetSink, Blacklistings, worst_first};
+use crate::model::{Asset, AssetSet, AssetSink, Blacklistings, Shown, worst_first};
 use crate::vocabulary::{Kind, SndsColour, shard_of};
 
 /// Assets of each list kept for the landing page, worst first.
@@ -39,6 +39,8 @@ pub struct ListPart {
     /// What the list says of the blacklisting of its listed or changed assets: whether their
     /// reports are behind it.
     pub blacklistings: Blacklistings,
+    /// The score drops and SNDS blocks it shows, for the events.
+    pub shown: Shown,
 }
 
 /// One shard of a list.
@@ -125,6 +127,7 @@ pub struct ListBuilder {
     /// The assets listed, as [`ListPart::listed`].
     listed: Vec<Box<str>>,
     blacklistings: Blacklistings,
+    shown: Shown,
     /// The worst assets so far: sorted up to [`WORST_KEPT`] after a prune, then those worse
     /// than the last of them; pruned again when twice as many.
     worst: Vec<Asset>,
@@ -151,6 +154,7 @@ impl ListBuilder {
             summary: Summary::default(),
             listed: Vec::new(),
             blacklistings: Blacklistings::default(),
+            shown: Shown::default(),
             worst: Vec::new(),
             pruned: false,
             written: 0,
@@ -197,6 +201,7 @@ impl ListBuilder {
             summary: self.summary,
             listed: self.listed,
             blacklistings: self.blacklistings,
+            shown: self.shown,
         }
     }
 }
@@ -223,6 +228,7 @@ impl AssetSink for ListBuilder {
             self.listed.push(asset.name.as_str().into());
         }
         self.blacklistings.note(&asset.name, asset.blacklisting());
+        self.shown.note(&asset);
         let candidate = !self.pruned || worst_first(&asset, &self.worst[WORST_KEPT - 1]).is_lt();
         if candidate {
             shard.names.push(asset.name.as_str().into());

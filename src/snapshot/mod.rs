@@ -13,7 +13,7 @@
 use std::sync::{Arc, OnceLock};
 
 use crate::blacklists::Blacklists;
-use crate::events::{Events, Now, Rises};
+use crate::events::{Events, Memory, Now};
 use crate::exposition::assets::{self, ListSamples};
 use crate::exposition::gzip::GzipPrefix;
 use crate::exposition::piece::Piece;
@@ -127,14 +127,14 @@ impl Snapshot {
     }
 
     /// Builds a snapshot from rendered lists: their samples are shared, not copied; only the
-    /// report families are rendered here, and the events of the reports and of the `rises` no
-    /// report named gathered. The lists are in `shards` shards (as [`ListPart::in_shards`] made
+    /// report families are rendered here, and the events of the reports and of what the
+    /// replica remembers (`memory`) gathered. The lists are in `shards` shards (as [`ListPart::in_shards`] made
     /// them); so is the snapshot.
     pub fn build(
         ips: Option<Arc<ListPart>>,
         domains: Option<Arc<ListPart>>,
         reports: Option<Arc<Reports>>,
-        rises: &Rises,
+        memory: &Memory,
         ready: bool,
         shards: usize,
     ) -> Self {
@@ -154,7 +154,7 @@ impl Snapshot {
         ];
         let no_reports = Reports::default();
         let reported = reports.as_deref().unwrap_or(&no_reports);
-        let events = Events::gather(reported, rises, lists, unix_now(), shards);
+        let events = Events::gather(reported, memory, lists, unix_now(), shards);
         let mut per_shard: Vec<_> = (0..shards)
             .map(|shard| {
                 let lists: Vec<ListSamples<'_>> =
@@ -362,7 +362,7 @@ mod tests {
             Some(Arc::new(ips)),
             Some(Arc::new(domains)),
             None,
-            &Rises::default(),
+            &Memory::default(),
             true,
             1,
         );
@@ -387,7 +387,7 @@ mod tests {
             Some(part(Kind::Ip, "192.0.2.1")),
             Some(domains.clone()),
             None,
-            &Rises::default(),
+            &Memory::default(),
             true,
             1,
         );
@@ -395,7 +395,7 @@ mod tests {
             Some(part(Kind::Ip, "192.0.2.2")),
             Some(domains),
             None,
-            &Rises::default(),
+            &Memory::default(),
             true,
             1,
         );
@@ -450,7 +450,7 @@ mod tests {
             part(Kind::Ip, ips),
             part(Kind::Domain, domains),
             Some(Arc::new(reports)),
-            &Rises::default(),
+            &Memory::default(),
             true,
             shards,
         )
@@ -517,7 +517,7 @@ mod tests {
                 ));
             }
             let part = Arc::new(builder.finish());
-            Snapshot::build(None, Some(part), None, &Rises::default(), true, 4)
+            Snapshot::build(None, Some(part), None, &Memory::default(), true, 4)
         };
         // (plain pieces, packed pieces) of the list
         let pieces = |snapshot: &Snapshot| {

@@ -92,9 +92,11 @@ fn markdown_table(page: &str, heading: &str) -> Vec<String> {
 
 /// The event families ([`reputation_exporter::events`]), served beside the per-asset ones, each
 /// with its labels as the events table of docs/metrics.md writes them.
-const EVENT_FAMILIES: [(&str, &str); 2] = [
+const EVENT_FAMILIES: [(&str, &str); 4] = [
     (events::LISTING_EVENT, "kind,asset,check"),
     (events::UNNAMED_EVENT, "kind,asset"),
+    (events::DROP_EVENT, "kind,asset,from,to"),
+    (events::BLOCK_EVENT, "kind,asset"),
 ];
 
 /// A family as the report table of docs/metrics.md writes it: `name{kind,asset,label}`.

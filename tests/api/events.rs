@@ -8,7 +8,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use reputation_exporter::config::Settings;
-use reputation_exporter::events::{LISTING_EVENT, UNNAMED_EVENT, check_label};
+use reputation_exporter::events::{
+    BLOCK_EVENT, DROP_EVENT, LISTING_EVENT, UNNAMED_EVENT, check_label,
+};
 use reputation_simulate::date::api_date;
 use reputation_simulate::{List, SimulatedApi};
 use serde_json::{Value, json};
@@ -224,5 +226,87 @@ async fn a_report_seven_minutes_late_names_the_rise_both_replicas_paged_and_page
         let body = replica.metrics().await;
         assert_eq!(unnamed(&body), Vec::<String>::new());
         assert_eq!(events(&body), Vec::<String>::new());
+    }
+}
+
+/// The asset's list item with this score and its change, and this SNDS block and its change.
+fn set_score(api: &SimulatedApi, score: i64, change: i64, blocked: i64, block_change: i64) {
+    let mut items = api.items(List::Ip);
+    let item = items
+        .iter_mut()
+        .find(|item| item["ip"] == NAME)
+        .expect("the asset is in the list");
+    item["senderscore"] = json!(score);
+    item["senderscore_prev"] = json!(score - change);
+    item["senderscore_change"] = json!({ "last_check": change });
+    item["snds_blocked"] = json!(blocked);
+    item["snds_blocked_change"] = json!({ "last_check": block_change });
+    api.set_items(List::Ip, items);
+}
+
+/// The score drop and SNDS block event lines of a scrape, in order.
+fn changes(body: &str) -> Vec<String> {
+    body.lines()
+        .filter(|l| {
+            l.starts_with(&format!("{DROP_EVENT}{{")) || l.starts_with(&format!("{BLOCK_EVENT}{{"))
+        })
+        .map(str::to_owned)
+        .collect()
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_drop_and_a_block_are_one_event_on_every_replica_through_flips_and_restarts() {
+    let api = SimulatedApi::new(12, 0);
+    set_score(&api, 85, 0, 0, 0);
+    let start = tokio::time::Instant::now();
+    let one = PausedApp::start(api.clone(), "5m", "1h", |_| {}).await;
+    let mut two = PausedApp::start(api.clone(), "5m", "1h", |_| {}).await;
+    until(start, 1).await;
+    for replica in [&one, &two] {
+        assert_eq!(changes(&replica.metrics().await), Vec::<String>::new());
+    }
+    let expected = vec![
+        format!(r#"{DROP_EVENT}{{kind="ip",asset="{NAME}",from="85",to="70"}} 15"#),
+        format!(r#"{BLOCK_EVENT}{{kind="ip",asset="{NAME}"}} 1"#),
+    ];
+
+    // The API's check of minute 2 drops the score and blocks the asset: both replicas serve the
+    // same events from their next poll.
+    set_score(&api, 70, -15, 1, 1);
+    until(start, 6).await;
+    for replica in [&one, &two] {
+        assert_eq!(changes(&replica.metrics().await), expected);
+    }
+
+    // The API's answers flip at every poll for half an hour: the events stand throughout.
+    for poll in 0..6_u64 {
+        if poll % 2 == 0 {
+            set_score(&api, 70, 0, 1, 0);
+        } else {
+            set_score(&api, 70, -15, 1, 1);
+        }
+        until(start, 11 + 5 * poll).await;
+        for replica in [&one, &two] {
+            assert_eq!(changes(&replica.metrics().await), expected, "poll {poll}");
+        }
+    }
+
+    // A cold restart while the list still shows them serves them from its first poll.
+    drop(two);
+    two = PausedApp::start(api.clone(), "5m", "1h", |_| {}).await;
+    until(start, 42).await;
+    assert_eq!(changes(&two.metrics().await), expected, "{}", two.logs());
+
+    // The next check shows neither: they end at the second list without them.
+    set_score(&api, 70, 0, 1, 0);
+    until(start, 46).await;
+    assert_eq!(
+        changes(&one.metrics().await),
+        expected,
+        "one list without them"
+    );
+    until(start, 52).await;
+    for replica in [&one, &two] {
+        assert_eq!(changes(&replica.metrics().await), Vec::<String>::new());
     }
 }
