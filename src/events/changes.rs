@@ -110,18 +110,18 @@ impl HeldChanges {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use std::time::Duration;
 
     use super::*;
     use crate::model::{Asset, AssetSink, Remembering};
     use crate::upstream::dto::{ListItem, NamedItem};
 
-    const NAME: &str = "192.0.2.1";
+    pub(crate) const NAME: &str = "192.0.2.1";
 
     /// The lists of a story, each taken in five minutes after the last.
-    struct Polls {
-        held: HeldChanges,
+    pub(crate) struct Polls {
+        pub(crate) held: HeldChanges,
         start: Instant,
         polls: u64,
         previous: Option<std::sync::Arc<ListMemory>>,
@@ -142,7 +142,7 @@ mod tests {
     }
 
     impl Polls {
-        fn new() -> Polls {
+        pub(crate) fn new() -> Polls {
             Polls {
                 held: HeldChanges::default(),
                 start: Instant::now(),
@@ -153,7 +153,7 @@ mod tests {
 
         /// A list with the asset's score and its change, and SNDS block and its change (`None`:
         /// the asset is not in it).
-        fn list(&mut self, asset: Option<(Option<f64>, f64, f64, f64)>) -> &mut Self {
+        pub(crate) fn list(&mut self, asset: Option<(Option<f64>, f64, f64, f64)>) -> &mut Self {
             let mut sink = Remembering::new(Noted::default(), self.previous.take());
             if let Some((score, change, blocked, block_change)) = asset {
                 let named = NamedItem {

@@ -64,6 +64,10 @@ const UNNAMED_EVENT_HELP: &str = "Unix time this replica first saw a rise of the
     for it, or its report failing or late), while the rise stands and is younger than 12 hours. \
     Rises at consecutive API checks are one; listings a report names later are this event's.";
 
+/// How long after the API's last update of an asset (its newest Sender Score) a change it
+/// shows is old news: the API stopped checking it (3 days).
+pub const STOPPED_CHECKING: f64 = 3.0 * 86_400.0;
+
 /// The family of the score drops.
 pub const DROP_EVENT: &str = "reputation_senderscore_drop_event";
 
@@ -203,13 +207,19 @@ impl Events {
             .collect();
         unnamed.sort_by(|a, b| (a.0, a.1.label(), &a.2).cmp(&(b.0, b.1.label(), &b.2)));
         let changes = &memory.changes;
+        // A change on an asset whose report dates the API's last update days back is the last
+        // thing an API that stopped checking it said: old news.
+        let current = |kind: Kind, asset: &str| {
+            let updated = reports.get(kind, asset).and_then(|r| r.senderscore_updated);
+            served(kind).is_some() && updated.is_none_or(|at| now - at < STOPPED_CHECKING)
+        };
         let mut drops: Vec<_> = (changes.drops())
-            .filter(|(kind, ..)| served(*kind).is_some())
+            .filter(|(kind, asset, _)| current(*kind, asset))
             .map(|(kind, asset, drop)| (shard_of(kind, asset, shards), kind, asset.into(), drop))
             .collect();
         drops.sort_by(|a, b| (a.0, a.1.label(), &a.2, a.3).cmp(&(b.0, b.1.label(), &b.2, b.3)));
         let mut blocks: Vec<_> = (changes.blocks())
-            .filter(|(kind, ..)| served(*kind).is_some())
+            .filter(|(kind, asset)| current(*kind, asset))
             .map(|(kind, asset)| (shard_of(kind, asset, shards), kind, asset.into()))
             .collect();
         blocks.sort_by(|a, b| (a.0, a.1.label(), &a.2).cmp(&(b.0, b.1.label(), &b.2)));
@@ -520,6 +530,41 @@ pub(super) mod tests {
             Events::gather(&reports, &memory, unserved, NOW, 1)
                 .listings
                 .is_empty()
+        );
+    }
+
+    #[test]
+    fn a_drop_on_an_asset_the_api_stopped_checking_is_old_news() {
+        let mut polls = changes::tests::Polls::new();
+        polls.list(Some((Some(70.0), -15.0, 1.0, 1.0)));
+        let memory = Memory {
+            changes: polls.held.clone(),
+            ..Memory::default()
+        };
+        let said = Blacklistings::default();
+        let lists = [(Kind::Ip, Some(&said)), (Kind::Domain, None)];
+        let gather = |updated: f64| {
+            let mut reports = Reports::default();
+            let report = Report {
+                senderscore_updated: Some(updated),
+                ..Report::default()
+            };
+            reports.set(
+                Kind::Ip,
+                changes::tests::NAME.into(),
+                report,
+                Instant::now(),
+            );
+            let events = Events::gather(&reports, &memory, lists, NOW, 1);
+            (events.drops.len(), events.blocks.len())
+        };
+        assert_eq!(gather(NOW - STOPPED_CHECKING + 60.0), (1, 1));
+        assert_eq!(gather(NOW - STOPPED_CHECKING), (0, 0));
+        let none = Events::gather(&Reports::default(), &memory, lists, NOW, 1);
+        assert_eq!(
+            (none.drops.len(), none.blocks.len()),
+            (1, 1),
+            "no report: no date"
         );
     }
 }
