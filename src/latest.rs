@@ -51,6 +51,8 @@ struct Parts {
     /// What this replica remembers to tell events: the rises no report named in time, the
     /// score drops and SNDS blocks its lists showed.
     memory: Memory,
+    /// The same as last written to the state store, so that only a change is written.
+    memory_kept: Vec<u8>,
     /// Who reports on which asset (nobody until [`Latest::report_by`] says).
     reporters: Reporters,
 }
@@ -99,6 +101,21 @@ impl Latest {
     /// replica reports on is that replica's to tell.
     pub fn report_by(&self, reporters: Reporters) {
         self.parts().reporters = reporters;
+    }
+
+    /// Takes back what the replica remembered to tell events, as the state store kept it
+    /// (before the lists and reports are restored).
+    pub fn restore_events(&self, kept: &[u8]) {
+        match Memory::from_bytes(kept, Now::current()) {
+            Some(memory) => {
+                let mut parts = self.parts();
+                parts.memory = memory;
+                parts.memory_kept = kept.to_vec();
+            }
+            None => {
+                warn!("the state store's events cannot be read; the replica starts without them")
+            }
+        }
     }
 
     /// From now on, every report stored or dropped is kept so on `disk` too.
@@ -332,8 +349,15 @@ impl Latest {
                 parts.domains.as_ref().map(|p| &p.list.blacklistings),
             ),
         ];
-        let (reports, reporters) = (&parts.reports, &parts.reporters);
-        (parts.memory.rises).update(lists, reports, reporters, Now::current());
+        let (reports, reporters, now) = (&parts.reports, &parts.reporters, Now::current());
+        (parts.memory.rises).update(lists, reports, reporters, now);
+        if let Some(disk) = self.disk.get() {
+            let kept = parts.memory.to_bytes(now);
+            if kept != parts.memory_kept {
+                disk.save_events(&kept);
+                parts.memory_kept = kept;
+            }
+        }
         let snapshot = Snapshot::build(
             parts.ips.as_ref().map(|p| p.list.clone()),
             parts.domains.as_ref().map(|p| p.list.clone()),

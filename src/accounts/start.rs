@@ -117,14 +117,19 @@ async fn warm(
         lists,
         memories,
         reports,
+        events,
         read,
     } = kept;
     let (list_count, report_count) = (lists.len(), reports.len());
     let (serving, persisted) = (latest.clone(), disk.clone());
     let _ = exporter_web::task::spawn_blocking(move || {
-        // Remembered first: the snapshot the restore publishes reads what the lists said.
+        // Remembered first: the snapshot the restore publishes reads what the lists said, and
+        // what the replica remembered to tell events.
         for (kind, memory) in memories {
             serving.remember(kind, memory);
+        }
+        if let Some(events) = events {
+            serving.restore_events(&events);
         }
         serving.restore(lists, reports);
         serving.persist_to(persisted);

@@ -1,15 +1,14 @@
 //! What the exporter knows, kept on local disk, so that a restart serves it at once and costs
-//! the API only what is due: each account's lists as the API last sent them, and each asset's
-//! report with the time it was fetched.
+//! the API only what is due: each account's lists as the API last sent them, each asset's
+//! report with the time it was fetched, and what the replica remembers to tell events.
 //!
 //! One directory per account (`state.path`, then the account's name). The reports and the
 //! bookkeeping are in an embedded redb database (`state.redb`: crash-safe, copy-on-write, one
 //! transaction per batch of reports, so one report is never a rewrite of the whole state); each
 //! list is its body as the API sent it (`ip-list.json`), written beside the old one while it
 //! streams in and renamed over it once complete, its entry written just before (naming the
-//! body it replaces too). A kill at any moment leaves the last complete state; what a kill cut
-//! off is removed at the next open. The token is never written: a store is tied to its account by the API's address and
-//! a SHA-256 of the token.
+//! body it replaces too). A kill leaves the last complete state; what it cut off is removed at
+//! the next open. The token is never written: the API's address and its SHA-256 tie a store.
 //!
 //! Nothing here fails the exporter: a store that cannot be opened, is corrupt, of another
 //! version or of another account is set aside (renamed) with one warning naming its path, and
@@ -27,6 +26,7 @@ use tracing::{info, warn};
 use crate::model::Report;
 use crate::vocabulary::{Kind, Secret};
 
+mod events;
 mod list;
 mod root;
 pub mod warm;
@@ -38,7 +38,7 @@ pub use root::root;
 /// list said when asked; 3: when its count rose; 4: the listings that rise is net of.
 const VERSION: u32 = 4;
 
-/// Bookkeeping: the account the store belongs to, and each list's fetch time.
+/// Bookkeeping: the account the store belongs to, each list's fetch time, the events' memory.
 const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
 
 /// Each asset's report, keyed `ip/192.0.2.1`.

@@ -39,6 +39,8 @@ pub struct Kept {
     pub memories: Vec<(Kind, ListMemory)>,
     /// The reports not older than theirs.
     pub reports: Reports,
+    /// What the replica remembered to tell events, as the store kept it.
+    pub events: Option<Vec<u8>>,
     /// How long reading took.
     pub read: Duration,
 }
@@ -73,11 +75,13 @@ pub async fn read_back(
     if let Some(newest) = newest {
         health.restored(Endpoint::Asset, newest);
     }
+    let events = disk.read_events();
     Some(Kept {
         disk: Arc::new(disk),
         lists,
         memories,
         reports,
+        events,
         read: started.elapsed(),
     })
 }

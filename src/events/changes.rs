@@ -16,6 +16,13 @@ use crate::model::shown::Drop;
 use crate::model::{ListMemory, Shown};
 use crate::vocabulary::Kind;
 
+/// The drops and blocks as the state store keeps them.
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+pub(super) struct KeptChanges {
+    drops: Vec<(u8, String, i64, i64)>,
+    blocks: Vec<(u8, String)>,
+}
+
 /// How many lists in a row that do not show a change end it.
 const UNSHOWN_ENDS: u8 = 2;
 
@@ -95,6 +102,34 @@ impl HeldChanges {
             if shown.blocked {
                 self.blocks.insert((kind, name.into()), 0);
             }
+        }
+    }
+
+    /// The drops and blocks as the state store keeps them: each by kind (its index in
+    /// [`Kind::ALL`]) and asset.
+    pub(super) fn kept(&self) -> KeptChanges {
+        KeptChanges {
+            drops: (self.drops())
+                .map(|(kind, asset, (from, to))| (kind as u8, asset.to_owned(), from, to))
+                .collect(),
+            blocks: (self.blocks())
+                .map(|(kind, asset)| (kind as u8, asset.to_owned()))
+                .collect(),
+        }
+    }
+
+    /// The drops and blocks the state store kept, none yet unshown: the list the restart
+    /// serves first is taken in again.
+    pub(super) fn from_kept(kept: KeptChanges) -> HeldChanges {
+        let kind = |k: u8| Kind::ALL.get(usize::from(k)).copied();
+        let drops = (kept.drops.into_iter())
+            .filter_map(|(k, asset, from, to)| Some(((kind(k)?, asset.into(), (from, to)), 0)));
+        let blocks =
+            (kept.blocks.into_iter()).filter_map(|(k, asset)| Some(((kind(k)?, asset.into()), 0)));
+        HeldChanges {
+            drops: drops.collect(),
+            blocks: blocks.collect(),
+            taken: [None; 2],
         }
     }
 

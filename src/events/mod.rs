@@ -154,6 +154,40 @@ pub struct Memory {
     pub changes: HeldChanges,
 }
 
+/// What the state store keeps of a [`Memory`].
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
+struct KeptMemory {
+    rises: Vec<rises::KeptRise>,
+    changes: changes::KeptChanges,
+}
+
+impl Memory {
+    /// Whether it remembers nothing.
+    pub fn is_empty(&self) -> bool {
+        self.rises.iter().next().is_none()
+            && self.changes.drops().next().is_none()
+            && self.changes.blocks().next().is_none()
+    }
+
+    /// As the state store keeps it (instants as Unix times by `now`).
+    pub fn to_bytes(&self, now: Now) -> Vec<u8> {
+        let kept = KeptMemory {
+            rises: self.rises.kept(now),
+            changes: self.changes.kept(),
+        };
+        postcard::to_allocvec(&kept).unwrap_or_default()
+    }
+
+    /// What the state store kept, read back at `now`; `None` when it cannot be read.
+    pub fn from_bytes(bytes: &[u8], now: Now) -> Option<Memory> {
+        let kept: KeptMemory = postcard::from_bytes(bytes).ok()?;
+        Some(Memory {
+            rises: Rises::from_kept(kept.rises, now),
+            changes: HeldChanges::from_kept(kept.changes),
+        })
+    }
+}
+
 /// The events a snapshot serves: gathered when it is built, written at each scrape.
 #[derive(Debug, Clone, Default)]
 pub struct Events {

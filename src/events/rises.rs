@@ -2,6 +2,7 @@
 //! who reports on which asset.
 
 use std::collections::HashMap;
+use std::time::Duration;
 
 use tokio::time::Instant;
 
@@ -50,6 +51,17 @@ impl std::fmt::Debug for Reporters {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("Reporters")
     }
+}
+
+/// A rise as the state store keeps it.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub(super) struct KeptRise {
+    kind: u8,
+    asset: String,
+    /// Unix time this replica first saw it.
+    seen: f64,
+    known: Vec<(String, i64)>,
+    absorbed: Vec<(String, i64)>,
 }
 
 /// A listing a report names: its blacklist and when it began (Unix seconds).
@@ -180,6 +192,36 @@ impl Rises {
     /// The listings of the asset that are a rise's, not events of their own.
     pub(super) fn absorbed(&self, kind: Kind, name: &str) -> &[Named] {
         (self.0.get(&(kind, Box::from(name)))).map_or(&[], |rise| &rise.absorbed)
+    }
+
+    /// The rises as the state store keeps them, each seen at a Unix time by `now`.
+    pub(super) fn kept(&self, now: Now) -> Vec<KeptRise> {
+        let named = |l: &[Named]| l.iter().map(|(b, at)| (b.to_string(), *at)).collect();
+        (self.0.iter())
+            .map(|((kind, asset), rise)| KeptRise {
+                kind: *kind as u8,
+                asset: asset.to_string(),
+                seen: now.unix_of(rise.seen),
+                known: named(&rise.known),
+                absorbed: named(&rise.absorbed),
+            })
+            .collect()
+    }
+
+    /// The rises the state store kept, each seen at the instant of its Unix time by `now`.
+    pub(super) fn from_kept(kept: Vec<KeptRise>, now: Now) -> Rises {
+        let named = |l: Vec<(String, i64)>| l.into_iter().map(|(b, at)| (b.into(), at)).collect();
+        let rises = kept.into_iter().filter_map(|kept| {
+            let kind = *Kind::ALL.get(usize::from(kept.kind))?;
+            let age = Duration::from_secs_f64((now.unix - kept.seen).max(0.0));
+            let rise = Rise {
+                seen: now.at.checked_sub(age)?,
+                known: named(kept.known),
+                absorbed: named(kept.absorbed),
+            };
+            Some(((kind, kept.asset.into_boxed_str()), rise))
+        });
+        Rises(rises.collect())
     }
 
     /// The rises remembered, with their assets.

@@ -173,13 +173,21 @@ fn unnamed(body: &str) -> Vec<String> {
 
 #[tokio::test(start_paused = true)]
 async fn a_report_seven_minutes_late_names_the_rise_both_replicas_paged_and_pages_nothing_more() {
+    let state = StateDir::new("late");
+    let keep = {
+        let dir = state.0.clone();
+        move |s: &mut Settings| {
+            s.state.enabled = true;
+            s.state.path = Some(dir.clone());
+        }
+    };
     let now = reputation_exporter::health::unix_now() as i64 / MINUTE * MINUTE;
     let began = now - 20 * MINUTE;
     let api = SimulatedApi::new(12, 0);
     set_listed(&api, 0, 0);
     api.set_report(NAME, report(0, 0, &[]));
     let start = tokio::time::Instant::now();
-    let one = PausedApp::start(api.clone(), "5m", "1h", |_| {}).await;
+    let one = PausedApp::start(api.clone(), "5m", "1h", keep.clone()).await;
     let two = PausedApp::start(api.clone(), "5m", "1h", |_| {}).await;
     until(start, 1).await;
 
@@ -214,6 +222,29 @@ async fn a_report_seven_minutes_late_names_the_rise_both_replicas_paged_and_page
         assert_eq!(unnamed(&body).len(), 1);
     }
 
+    // A warm restart remembers the rise and whose listing it is: the same event, at once. (Its
+    // value, the Unix time the rise was seen, is told from the paused clock, which the wall's
+    // does not follow: the labels are the event.)
+    let labels = |lines: Vec<String>| -> Vec<String> {
+        lines
+            .iter()
+            .map(|l| l.rsplit_once(' ').unwrap().0.to_owned())
+            .collect()
+    };
+    let before = labels(unnamed(&one.metrics().await));
+    one.stop(&state.0.join("api")).await;
+    api.hold();
+    let one = PausedApp::start(api.clone(), "5m", "1h", keep).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let body = one.metrics().await;
+    assert_eq!(labels(unnamed(&body)), before, "{}", one.logs());
+    assert_eq!(events(&body), Vec::<String>::new());
+    api.release();
+    until(start, 18).await;
+    let body = one.metrics().await;
+    assert_eq!(labels(unnamed(&body)), before);
+    assert_eq!(events(&body), Vec::<String>::new());
+
     // Delisted: the event ends at the poll that shows it.
     let delisted = [
         event(began, "Listed", "SpamCop"),
@@ -221,7 +252,7 @@ async fn a_report_seven_minutes_late_names_the_rise_both_replicas_paged_and_page
     ];
     set_listed(&api, 0, -1);
     api.set_report(NAME, report(0, -1, &delisted));
-    until(start, 21).await;
+    until(start, 23).await;
     for replica in [&one, &two] {
         let body = replica.metrics().await;
         assert_eq!(unnamed(&body), Vec::<String>::new());
