@@ -405,4 +405,28 @@ mod tests {
             "forgotten at the check without a rise"
         );
     }
+
+    #[test]
+    fn two_lists_at_one_check_with_the_report_late_are_one_event_whichever_it_names_first() {
+        let mut story = Story::new(Reporter::ThisReplica);
+        story.list(0, 2.0, 2.0);
+        assert_eq!(story.scrape(300), vec![unnamed(NOW)]);
+        // The late report names one list, then both: both are the rise's.
+        let began = NOW - 900.0;
+        story.report(420, vec![listing("SpamCop", true, Some(began))]);
+        assert_eq!(story.scrape(430), vec![unnamed(NOW)]);
+        let both = vec![
+            listing("SpamCop", true, Some(began)),
+            listing("BARRACUDA", true, Some(began)),
+        ];
+        story.report(800, both);
+        assert_eq!(story.scrape(810), vec![unnamed(NOW)]);
+        // One ends: the event stands for the other.
+        let one_left = vec![
+            listing("SpamCop", false, None),
+            listing("BARRACUDA", true, Some(began)),
+        ];
+        story.list(3700, 1.0, -1.0).report(3710, one_left);
+        assert_eq!(story.scrape(3800), vec![unnamed(NOW)]);
+    }
 }
