@@ -24,6 +24,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -130,11 +131,20 @@ pub struct Now {
 }
 
 impl Now {
-    /// This moment.
+    /// This moment. Its Unix time is the wall's at the process's first call, carried on by the
+    /// process's clock: what a replica saw is dated as it was timed, and on Tokio's paused
+    /// clock (the tests' days in seconds) the Unix time moves with the days.
     pub fn current() -> Now {
+        static ANCHOR: OnceLock<(std::time::Instant, f64)> = OnceLock::new();
+        let at = Instant::now();
+        let (anchored, unix) = *ANCHOR.get_or_init(|| (at.into_std(), unix_now()));
+        let since = match at.into_std().checked_duration_since(anchored) {
+            Some(after) => after.as_secs_f64(),
+            None => -anchored.duration_since(at.into_std()).as_secs_f64(),
+        };
         Now {
-            at: Instant::now(),
-            unix: unix_now(),
+            at,
+            unix: unix + since,
         }
     }
 

@@ -18,7 +18,6 @@ use crate::exposition::assets::{self, ListSamples};
 use crate::exposition::gzip::GzipPrefix;
 use crate::exposition::piece::Piece;
 use crate::exposition::{Format, Rendered, openmetrics_to_text};
-use crate::health::unix_now;
 use crate::model::{Asset, Reports, worst_first};
 use crate::telemetry::{ProcessMetrics, Telemetry};
 use crate::vocabulary::Kind;
@@ -154,7 +153,7 @@ impl Snapshot {
         ];
         let no_reports = Reports::default();
         let reported = reports.as_deref().unwrap_or(&no_reports);
-        let events = Events::gather(reported, memory, lists, unix_now(), shards);
+        let events = Events::gather(reported, memory, lists, Now::current().unix, shards);
         let mut per_shard: Vec<_> = (0..shards)
             .map(|shard| {
                 let lists: Vec<ListSamples<'_>> =
