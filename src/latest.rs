@@ -55,6 +55,9 @@ struct Parts {
     memory_kept: Vec<u8>,
     /// Who reports on which asset (nobody until [`Latest::report_by`] says).
     reporters: Reporters,
+    /// `poll.interval`, which tells how long a rise waits for its report (the default's until
+    /// [`Latest::report_by`] says).
+    poll: Option<Duration>,
 }
 
 #[derive(Debug)]
@@ -97,18 +100,25 @@ impl Latest {
         self.memories()[kind as usize] = Some(Arc::new(memory));
     }
 
-    /// From now on, `reporters` says who reports on which asset: a rise of an asset another
-    /// replica reports on is that replica's to tell.
-    pub fn report_by(&self, reporters: Reporters) {
-        self.parts().reporters = reporters;
+    /// From now on, `reporters` says who reports on which asset (a rise of an asset another
+    /// replica reports on is that replica's to tell), and a rise no report names is an event a
+    /// `poll_interval` and 3 minutes after it was seen.
+    pub fn report_by(&self, reporters: Reporters, poll_interval: Duration) {
+        let mut parts = self.parts();
+        parts.reporters = reporters;
+        parts.poll = Some(poll_interval);
+        parts.memory.rises.set_poll(poll_interval);
     }
 
     /// Takes back what the replica remembered to tell events, as the state store kept it
     /// (before the lists and reports are restored).
     pub fn restore_events(&self, kept: &[u8]) {
         match Memory::from_bytes(kept, Now::current()) {
-            Some(memory) => {
+            Some(mut memory) => {
                 let mut parts = self.parts();
+                if let Some(poll) = parts.poll {
+                    memory.rises.set_poll(poll);
+                }
                 parts.memory = memory;
                 parts.memory_kept = kept.to_vec();
             }

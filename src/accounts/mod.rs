@@ -142,7 +142,10 @@ impl Account {
             health.clone(),
         )?;
         let reporting = config.reports.scope.enabled();
-        latest.report_by(config.reports.selection.reporters(reporting));
+        latest.report_by(
+            config.reports.selection.reporters(reporting),
+            config.poll_interval,
+        );
         let follow = reporting.then(|| Arc::new(FollowUps::new(config.reports.selection.clone())));
         if let Some(follow) = &follow {
             follow.remember(&latest.reports());

@@ -23,6 +23,9 @@ pub(super) struct KeptChanges {
     blocks: Vec<(u8, String)>,
 }
 
+/// How long an ended drop or block is remembered: two API check intervals.
+const RECENT: std::time::Duration = std::time::Duration::from_secs(2 * 3600);
+
 /// How many lists in a row that do not show a change end it.
 const UNSHOWN_ENDS: u8 = 2;
 
@@ -47,6 +50,10 @@ pub struct ListView<'a> {
 pub struct HeldChanges {
     drops: HashMap<(Kind, Box<str>, Drop), u8>,
     blocks: HashMap<(Kind, Box<str>), u8>,
+    /// The drops and blocks that ended in the last [`RECENT`], and when: one of them shown
+    /// again as a change no list showed is this replica reading an answer that flipped (its
+    /// change field moved with its value still), not a check it missed.
+    ended: HashMap<(Kind, Box<str>, Option<Drop>), Instant>,
     /// When the list of each kind last taken in was fetched.
     taken: [Option<Instant>; 2],
 }
@@ -86,22 +93,47 @@ impl HeldChanges {
             }
             *unshown < UNSHOWN_ENDS
         };
+        let now = list.fetched;
+        let mut ended = Vec::new();
         self.drops.retain(|(k, name, drop), unshown| {
             let shown = list.shown.of(name);
             let shows = shown.drop == Some(*drop) || shown.missed_drop == Some(*drop);
-            *k != kind || aged(name, shows, values(name).0, unshown)
+            let held = *k != kind || aged(name, shows, values(name).0, unshown);
+            if !held {
+                ended.push((*k, name.clone(), Some(*drop)));
+            }
+            held
         });
         self.blocks.retain(|(k, name), unshown| {
-            let shows = list.shown.of(name).blocked;
-            *k != kind || aged(name, shows, values(name).1, unshown)
+            let shown = list.shown.of(name);
+            let shows = shown.blocked || shown.missed_block;
+            let held = *k != kind || aged(name, shows, values(name).1, unshown);
+            if !held {
+                ended.push((*k, name.clone(), None));
+            }
+            held
         });
+        self.ended
+            .retain(|_, at| now.saturating_duration_since(*at) < RECENT);
+        self.ended.extend(ended.into_iter().map(|key| (key, now)));
+        let recent = |name: &str, drop: Option<Drop>| {
+            self.ended.contains_key(&(kind, Box::from(name), drop))
+        };
+        let mut shown_now = Vec::new();
         for (name, shown) in list.shown.iter() {
-            for drop in [shown.drop, shown.missed_drop].into_iter().flatten() {
-                self.drops.insert((kind, name.into(), drop), 0);
+            let missed_drop = shown.missed_drop.filter(|d| !recent(name, Some(*d)));
+            for drop in [shown.drop, missed_drop].into_iter().flatten() {
+                shown_now.push((name, Some(drop)));
             }
-            if shown.blocked {
-                self.blocks.insert((kind, name.into()), 0);
+            if shown.blocked || (shown.missed_block && !recent(name, None)) {
+                shown_now.push((name, None));
             }
+        }
+        for (name, drop) in shown_now {
+            match drop {
+                Some(drop) => self.drops.insert((kind, name.into(), drop), 0),
+                None => self.blocks.insert((kind, name.into()), 0),
+            };
         }
     }
 
@@ -129,6 +161,7 @@ impl HeldChanges {
         HeldChanges {
             drops: drops.collect(),
             blocks: blocks.collect(),
+            ended: HashMap::new(),
             taken: [None; 2],
         }
     }
@@ -269,5 +302,20 @@ pub(super) mod tests {
         polls.list(Some((Some(60.0), 0.0, 1.0, 0.0)));
         assert_eq!(polls.drops(), vec![]);
         assert!(!polls.blocked(), "blocked since a check already paged");
+    }
+
+    #[test]
+    fn a_change_field_that_flips_after_a_drop_ended_does_not_read_as_the_drop_again() {
+        let mut polls = Polls::new();
+        polls.list(Some((Some(70.0), -15.0, 0.0, 0.0)));
+        // The next check recovers the score; two lists later the drop has ended.
+        polls.list(Some((Some(85.0), 15.0, 0.0, 0.0)));
+        polls.list(Some((Some(85.0), 15.0, 0.0, 0.0)));
+        assert_eq!(polls.drops(), vec![]);
+        // The change field flips to 0 and back with the score still: read as a drop at a check
+        // no list showed (85 to 70) and the recovery, the drop that just ended.
+        polls.list(Some((Some(85.0), 0.0, 0.0, 0.0)));
+        polls.list(Some((Some(85.0), 15.0, 0.0, 0.0)));
+        assert_eq!(polls.drops(), vec![]);
     }
 }

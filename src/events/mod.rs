@@ -12,8 +12,8 @@
 //! than the report.
 //!
 //! A **rise no report names** is a rise of the list's count at the API's last check that the
-//! report of the asset does not explain within [`NAMING_GRACE`] (the follow-up request and its
-//! retries): the asset not selected for reports, its report failing or late. It needs memory,
+//! report of the asset does not explain within a poll and 3 minutes (the follow-up request and
+//! its retries): the asset not selected for reports, its report failing or late. It needs memory,
 //! which [`Rises`] keeps: when this replica first saw it, and the listings a report named after
 //! it had become an event, which are that event's and make none of their own. Its identity is
 //! the asset alone, so the replicas that see it serve one; rises at consecutive checks are one.
@@ -53,16 +53,12 @@ pub const LISTING_EVENT: &str = "reputation_blacklisting_event_timestamp_seconds
 /// The family of the rises no report names.
 pub const UNNAMED_EVENT: &str = "reputation_blacklisting_unnamed_event_timestamp_seconds";
 
-/// How long a rise the list shows waits for a report to name its listings before it is an
-/// event of its own: the report the rise fetches at once, with its retries.
-pub const NAMING_GRACE: Duration = Duration::from_secs(180);
-
 /// How long a rise no report names is news: as long as a listing.
 const UNNAMED_LIFETIME: Duration = Duration::from_secs(12 * 3600);
 
 const UNNAMED_EVENT_HELP: &str = "Unix time this replica first saw a rise of the asset's \
-    blacklisted count that no asset report named within 3 minutes (reports off or not selected \
-    for it, or its report failing or late), while the rise stands and is younger than 12 hours. \
+    blacklisted count that no asset report named within a poll and 3 minutes (reports off or \
+    not selected for it, or its report failing or late), while the rise stands and is younger than 12 hours. \
     Rises at consecutive API checks are one; listings a report names later are this event's.";
 
 /// How long after the API's last update of an asset (its newest Sender Score) a change it
@@ -203,8 +199,9 @@ impl Memory {
 pub struct Events {
     /// Listing events young when gathered, by shard, asset and check.
     listings: Vec<ListingEvent>,
-    /// Rises no report named in time (or not yet: the scrape tells), by shard and asset.
-    unnamed: Vec<(usize, Kind, Box<str>, Instant)>,
+    /// Rises no report named in time (or not yet: the scrape tells), by shard and asset: when
+    /// seen, and served from when.
+    unnamed: Vec<(usize, Kind, Box<str>, Instant, Instant)>,
     /// Score drops, by shard, asset and drop.
     drops: Vec<(usize, Kind, Box<str>, Drop)>,
     /// SNDS blocks, by shard and asset.
@@ -246,7 +243,14 @@ impl Events {
         let mut unnamed: Vec<_> = (rises.iter())
             .filter(|(kind, ..)| served(*kind).is_some())
             .map(|(kind, asset, rise)| {
-                (shard_of(kind, asset, shards), kind, asset.into(), rise.seen)
+                let from = rise.served_from(rises.wait());
+                (
+                    shard_of(kind, asset, shards),
+                    kind,
+                    asset.into(),
+                    rise.seen,
+                    from,
+                )
             })
             .collect();
         unnamed.sort_by(|a, b| (a.0, a.1.label(), &a.2).cmp(&(b.0, b.1.label(), &b.2)));
@@ -306,6 +310,7 @@ impl Events {
             out,
             "# HELP {LISTING_EVENT} {LISTING_EVENT_HELP}\n# TYPE {LISTING_EVENT} gauge\n"
         );
+        let in_shard = |event_shard: usize| shard.is_none_or(|s| s == event_shard);
         let mut lines = Vec::new();
         for event in self.listings(table, shard, now.unix) {
             let check = event.check_label();
@@ -323,25 +328,15 @@ impl Events {
             "# HELP {UNNAMED_EVENT} {UNNAMED_EVENT_HELP}\n# TYPE {UNNAMED_EVENT} gauge\n"
         );
         lines.clear();
-        for (_, kind, asset, seen) in self
-            .unnamed
-            .iter()
-            .filter(|e| shard.is_none_or(|s| s == e.0))
-        {
+        for (_, kind, asset, seen, from) in self.unnamed.iter().filter(|e| in_shard(e.0)) {
             let age = now.at.saturating_duration_since(*seen);
-            if (NAMING_GRACE..UNNAMED_LIFETIME).contains(&age) {
+            if now.at >= *from && age < UNNAMED_LIFETIME {
                 let labels = [("kind", kind.label()), ("asset", &**asset)];
-                write_sample_at(
-                    &mut lines,
-                    UNNAMED_EVENT,
-                    &labels,
-                    now.unix_of(*seen).floor(),
-                    None,
-                );
+                let seen = now.unix_of(*seen).floor();
+                write_sample_at(&mut lines, UNNAMED_EVENT, &labels, seen, None);
             }
         }
         out.push_str(&String::from_utf8_lossy(&lines));
-        let in_shard = |event_shard: usize| shard.is_none_or(|s| s == event_shard);
         let _ = write!(
             out,
             "# HELP {DROP_EVENT} {DROP_EVENT_HELP}\n# TYPE {DROP_EVENT} gauge\n"

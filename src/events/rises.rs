@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::{NAMING_GRACE, Now, UNNAMED_LIFETIME, young};
+use super::{Now, UNNAMED_LIFETIME, young};
 use crate::model::{Blacklistings, Report, Reports};
 use crate::vocabulary::Kind;
 
@@ -77,12 +77,26 @@ pub struct Rise {
     /// The listings a report named after the rise had become an event: its own, which page as
     /// it, not by name.
     absorbed: Vec<Named>,
+    /// Since when the list has shown no rise: one list without it (an answer that flips) ends
+    /// nothing; a poll of them does.
+    quiet_since: Option<Instant>,
 }
 
 impl Rise {
-    /// Whether no report named it within [`NAMING_GRACE`] of `seen`: an event, at `now`.
-    fn is_event(&self, now: Instant) -> bool {
-        now.saturating_duration_since(self.seen) >= NAMING_GRACE
+    /// Whether it is an event at `now`: no report named it within `wait` of `seen`, or a
+    /// report named its listings late.
+    fn is_event(&self, now: Instant, wait: Duration) -> bool {
+        now.saturating_duration_since(self.seen) >= wait || !self.absorbed.is_empty()
+    }
+
+    /// From when it is served, if no report names it in time: `wait` after it was seen, or at
+    /// once when a report named its listings late.
+    pub(super) fn served_from(&self, wait: Duration) -> Instant {
+        if self.absorbed.is_empty() {
+            self.seen + wait
+        } else {
+            self.seen
+        }
     }
 
     /// Whether it is still news at `now`.
@@ -103,8 +117,38 @@ fn named(report: &Report, now: f64) -> impl Iterator<Item = Named> + '_ {
 }
 
 /// The rises no report named in time, per asset: what this replica remembers of them.
-#[derive(Debug, Clone, Default)]
-pub struct Rises(HashMap<(Kind, Box<str>), Rise>);
+#[derive(Debug, Clone)]
+pub struct Rises {
+    rises: HashMap<(Kind, Box<str>), Rise>,
+    /// How long a rise waits for its report to name it: a poll and 3 minutes.
+    wait: Duration,
+    /// How long the list shows no rise before a rise no report names is over: a poll.
+    quiet: Duration,
+    /// When this replica first took in the lists: a listing that began before it could not
+    /// have been named sooner.
+    started: Option<Instant>,
+}
+
+impl Default for Rises {
+    fn default() -> Self {
+        Rises {
+            rises: HashMap::new(),
+            wait: DEFAULT_WAIT,
+            quiet: DEFAULT_QUIET,
+            started: None,
+        }
+    }
+}
+
+/// How often the API checks an asset, at the longest (an hour): a listing the report names
+/// for a rise began within that before the list showed the rise.
+const API_CHECK: f64 = 3600.0;
+
+/// How long a rise waits for its report at the default 5-minute polls.
+const DEFAULT_WAIT: Duration = Duration::from_secs(8 * 60);
+
+/// A poll at the default 5-minute polls.
+const DEFAULT_QUIET: Duration = Duration::from_secs(5 * 60);
 
 impl Rises {
     /// Takes in what the lists (`None` where no list of that kind is served) and the reports
@@ -120,10 +164,11 @@ impl Rises {
         now: Now,
     ) {
         let (unix_now, now_at) = (now.unix, now.at);
+        let started = now.unix_of(*self.started.get_or_insert(now_at));
         for (kind, said) in lists {
             let Some(said) = said else { continue };
             // Ended: gone from the list or counted nowhere, or another replica's.
-            self.0.retain(|(k, name), _| {
+            self.rises.retain(|(k, name), _| {
                 *k != kind
                     || (said.of(name).count != Some(0.0)
                         && reporters.of(kind, name) != Reporter::AnotherReplica)
@@ -146,7 +191,8 @@ impl Rises {
                 });
                 let rising = change > 0.0 && !explained;
                 let key = (kind, Box::from(name));
-                match self.0.get_mut(&key) {
+                let (wait, quiet) = (self.wait, self.quiet);
+                match self.rises.get_mut(&key) {
                     None if rising => {
                         let known = report
                             .map(|r| named(r, unix_now).collect())
@@ -155,33 +201,57 @@ impl Rises {
                             seen: now_at,
                             known,
                             absorbed: Vec::new(),
+                            quiet_since: None,
                         };
-                        self.0.insert(key, rise);
+                        self.rises.insert(key, rise);
                     }
                     None => {}
-                    // Named within the grace, or over before it.
-                    Some(rise) if !rise.is_event(now_at) && !rising => {
-                        self.0.remove(&key);
-                    }
-                    Some(rise) if !rise.is_event(now_at) => {}
                     Some(rise) => {
                         let seen = now.unix_of(rise.seen);
                         if let Some(report) = report {
-                            for listing in named(report, unix_now) {
-                                let new = !rise.known.contains(&listing)
-                                    && !rise.absorbed.contains(&listing);
-                                if new && listing.1 as f64 <= seen {
-                                    rise.absorbed.push(listing);
+                            let standing: Vec<Named> = named(report, unix_now).collect();
+                            // A listing that began by the time the rise was seen is the rise's:
+                            // named a poll and 3 minutes or more after it began (by the API's
+                            // date, which every replica reads alike; or after this replica
+                            // started, if later), it was late, and it is the event's; named
+                            // sooner, it pages by name.
+                            for listing in &standing {
+                                let new = !rise.known.contains(listing)
+                                    && !rise.absorbed.contains(listing);
+                                // Begun in the API check interval before the rise was
+                                // seen: a listing begun before that was another check's.
+                                let its = seen - API_CHECK - quiet.as_secs_f64();
+                                if new && listing.1 as f64 <= seen && listing.1 as f64 > its {
+                                    let from = (listing.1 as f64).max(started);
+                                    let late = unix_now >= from + wait.as_secs_f64();
+                                    let into = if late {
+                                        &mut rise.absorbed
+                                    } else {
+                                        &mut rise.known
+                                    };
+                                    into.push(listing.clone());
                                 }
                             }
-                            let standing: Vec<Named> = named(report, unix_now).collect();
                             rise.absorbed.retain(|l| standing.contains(l));
                         }
-                        // Over: no rise at the last check, and none of its listings
-                        // stands (or it is old news; while the list still shows the rise it
-                        // is remembered, so that it does not page again).
-                        if change <= 0.0 && (rise.absorbed.is_empty() || !rise.is_young(now_at)) {
-                            self.0.remove(&key);
+                        let quiet = if change > 0.0 {
+                            rise.quiet_since = None;
+                            false
+                        } else {
+                            let since = *rise.quiet_since.get_or_insert(now_at);
+                            now_at.saturating_duration_since(since) >= quiet
+                        };
+                        let over = if rise.is_event(now_at, wait) {
+                            // No rise at the last checks for a poll, and none of its listings
+                            // stands (or it is old news; while the list still shows the rise
+                            // it is remembered, so that it does not page again).
+                            quiet && (rise.absorbed.is_empty() || !rise.is_young(now_at))
+                        } else {
+                            // Named in time, or over before it.
+                            !rising
+                        };
+                        if over {
+                            self.rises.remove(&key);
                         }
                     }
                 }
@@ -189,15 +259,28 @@ impl Rises {
         }
     }
 
+    /// From now on, with lists polled every `poll`: a rise no report names is an event a poll
+    /// and 3 minutes after it was seen (the time its report has to name it), and over after a
+    /// poll of lists without a rise.
+    pub fn set_poll(&mut self, poll: Duration) {
+        self.wait = poll + Duration::from_secs(180);
+        self.quiet = poll;
+    }
+
+    /// How long a rise waits for its report to name it.
+    pub fn wait(&self) -> Duration {
+        self.wait
+    }
+
     /// The listings of the asset that are a rise's, not events of their own.
     pub(super) fn absorbed(&self, kind: Kind, name: &str) -> &[Named] {
-        (self.0.get(&(kind, Box::from(name)))).map_or(&[], |rise| &rise.absorbed)
+        (self.rises.get(&(kind, Box::from(name)))).map_or(&[], |rise| &rise.absorbed)
     }
 
     /// The rises as the state store keeps them, each seen at a Unix time by `now`.
     pub(super) fn kept(&self, now: Now) -> Vec<KeptRise> {
         let named = |l: &[Named]| l.iter().map(|(b, at)| (b.to_string(), *at)).collect();
-        (self.0.iter())
+        (self.rises.iter())
             .map(|((kind, asset), rise)| KeptRise {
                 kind: *kind as u8,
                 asset: asset.to_string(),
@@ -218,15 +301,21 @@ impl Rises {
                 seen: now.at.checked_sub(age)?,
                 known: named(kept.known),
                 absorbed: named(kept.absorbed),
+                quiet_since: None,
             };
             Some(((kind, kept.asset.into_boxed_str()), rise))
         });
-        Rises(rises.collect())
+        Rises {
+            rises: rises.collect(),
+            wait: DEFAULT_WAIT,
+            quiet: DEFAULT_QUIET,
+            started: None,
+        }
     }
 
     /// The rises remembered, with their assets.
     pub fn iter(&self) -> impl Iterator<Item = (Kind, &str, &Rise)> {
-        self.0
+        self.rises
             .iter()
             .map(|((kind, name), rise)| (*kind, &**name, rise))
     }
@@ -251,14 +340,23 @@ mod tests {
     }
 
     impl Story {
+        /// A replica running for two hours before the story's time 0 (Unix time NOW).
         fn new(reporter: Reporter) -> Story {
-            Story {
-                start: Instant::now(),
+            let running = Instant::now();
+            let mut story = Story {
+                start: running + std::time::Duration::from_secs(7200),
                 rises: Rises::default(),
                 reporters: Reporters::new(move |_, _| reporter),
                 said: Blacklistings::default(),
                 reports: Reports::default(),
-            }
+            };
+            let lists = [(Kind::Ip, Some(&story.said)), (Kind::Domain, None)];
+            let then = Now {
+                at: running,
+                unix: NOW - 7200.0,
+            };
+            (story.rises).update(lists, &story.reports, &story.reporters, then);
+            story
         }
 
         /// The list says `count` and `change` at `seconds`.
@@ -311,7 +409,7 @@ mod tests {
     }
 
     #[test]
-    fn a_rise_its_report_names_within_the_grace_pages_by_name_only() {
+    fn a_rise_its_report_names_within_the_wait_pages_by_name_only() {
         let mut story = Story::new(Reporter::ThisReplica);
         story.list(0, 1.0, 1.0);
         assert_eq!(
@@ -319,13 +417,15 @@ mod tests {
             Vec::<String>::new(),
             "waiting for the report"
         );
-        let began = NOW - 600.0;
-        story.report(170, vec![listing("SpamCop", true, Some(began))]);
-        assert_eq!(story.scrape(170), vec![named(began)]);
+        // The listing began at the check a minute before the list showed it; the report names
+        // it 7 minutes after that, within a poll and 3 minutes.
+        let began = NOW - 60.0;
+        story.report(360, vec![listing("SpamCop", true, Some(began))]);
+        assert_eq!(story.scrape(360), vec![named(began)]);
         assert_eq!(
-            story.scrape(400),
+            story.scrape(900),
             vec![named(began)],
-            "no unnamed event after the grace"
+            "no unnamed event after the wait"
         );
     }
 
@@ -334,12 +434,12 @@ mod tests {
     {
         let mut story = Story::new(Reporter::ThisReplica);
         story.list(0, 1.0, 1.0);
-        assert_eq!(story.scrape(179), Vec::<String>::new());
-        assert_eq!(story.scrape(180), vec![unnamed(NOW)]);
-        // The report comes 7 minutes late: its listing is the unnamed event's.
-        let began = NOW - 600.0;
-        story.report(420, vec![listing("SpamCop", true, Some(began))]);
-        assert_eq!(story.scrape(420), vec![unnamed(NOW)]);
+        assert_eq!(story.scrape(479), Vec::<String>::new());
+        assert_eq!(story.scrape(480), vec![unnamed(NOW)]);
+        // The report comes 10 minutes after the check: its listing is the unnamed event's.
+        let began = NOW - 60.0;
+        story.report(540, vec![listing("SpamCop", true, Some(began))]);
+        assert_eq!(story.scrape(540), vec![unnamed(NOW)]);
         // The next check shows no rise; the listing stands, and so does its event.
         story
             .list(3600, 1.0, 0.0)
@@ -358,8 +458,9 @@ mod tests {
             listing("SpamCop", false, None),
             listing("BARRACUDA", true, Some(later)),
         ];
-        story.list(10_900, 1.0, -1.0).report(10_910, ended);
-        assert_eq!(story.scrape(11_000), vec![named(later)]);
+        story.list(10_900, 1.0, -1.0).report(10_910, ended.clone());
+        story.list(11_200, 1.0, 0.0).report(11_210, ended);
+        assert_eq!(story.scrape(11_300), vec![named(later)]);
     }
 
     #[test]
@@ -368,13 +469,21 @@ mod tests {
         story.list(0, 1.0, 1.0);
         story.list(3600, 2.0, 1.0);
         assert_eq!(story.scrape(3700), vec![unnamed(NOW)]);
+        // One list without a rise (an answer that flips) ends nothing; a poll of them does.
         story.list(7200, 2.0, 0.0);
-        assert_eq!(story.scrape(7300), Vec::<String>::new());
+        assert_eq!(story.scrape(7300), vec![unnamed(NOW)]);
+        story.list(7500, 2.0, 0.0);
+        assert_eq!(story.scrape(7510), Vec::<String>::new());
         // The list counting none ends one at once.
-        story.list(7500, 3.0, 1.0);
-        assert_eq!(story.scrape(7800), vec![unnamed(NOW + 7500.0)]);
-        story.list(7900, 0.0, -3.0);
-        assert_eq!(story.scrape(8000), Vec::<String>::new());
+        story.list(7600, 3.0, 1.0);
+        assert_eq!(
+            story.scrape(7900),
+            Vec::<String>::new(),
+            "waiting for the report"
+        );
+        assert_eq!(story.scrape(8080), vec![unnamed(NOW + 7600.0)]);
+        story.list(8200, 0.0, -3.0);
+        assert_eq!(story.scrape(8300), Vec::<String>::new());
     }
 
     #[test]
@@ -399,6 +508,7 @@ mod tests {
         assert_eq!(story.scrape(twelve_hours + 600), Vec::<String>::new());
         assert_eq!(story.rises.iter().count(), 1);
         story.list(twelve_hours + 3600, 1.0, 0.0);
+        story.list(twelve_hours + 3900, 1.0, 0.0);
         assert_eq!(
             story.rises.iter().count(),
             0,
@@ -410,8 +520,8 @@ mod tests {
     fn two_lists_at_one_check_with_the_report_late_are_one_event_whichever_it_names_first() {
         let mut story = Story::new(Reporter::ThisReplica);
         story.list(0, 2.0, 2.0);
-        assert_eq!(story.scrape(300), vec![unnamed(NOW)]);
-        // The late report names one list, then both: both are the rise's.
+        assert_eq!(story.scrape(300), Vec::<String>::new());
+        // The late report names one list, then both: both are the rise's, from the first.
         let began = NOW - 900.0;
         story.report(420, vec![listing("SpamCop", true, Some(began))]);
         assert_eq!(story.scrape(430), vec![unnamed(NOW)]);
@@ -428,5 +538,21 @@ mod tests {
         ];
         story.list(3700, 1.0, -1.0).report(3710, one_left);
         assert_eq!(story.scrape(3800), vec![unnamed(NOW)]);
+    }
+
+    #[test]
+    fn a_listing_begun_before_the_replica_started_is_named_by_a_report_in_time_after_its_start() {
+        let mut story = Story {
+            start: Instant::now(),
+            rises: Rises::default(),
+            reporters: Reporters::new(|_, _| Reporter::ThisReplica),
+            said: Blacklistings::default(),
+            reports: Reports::default(),
+        };
+        // The replica's first list shows a rise whose listing began 20 minutes before.
+        story.list(0, 1.0, 1.0);
+        let began = NOW - 1200.0;
+        story.report(5, vec![listing("SpamCop", true, Some(began))]);
+        assert_eq!(story.scrape(600), vec![named(began)]);
     }
 }

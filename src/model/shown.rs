@@ -17,8 +17,10 @@ pub struct Changes {
     /// A drop at checks before it that no list of this replica showed
     /// ([`Asset::senderscore_missed_change`] below 0).
     pub missed_drop: Option<Drop>,
-    /// Blocked by SNDS at the last check, or at one no list showed.
+    /// Blocked by SNDS at the last check.
     pub blocked: bool,
+    /// Blocked at a check no list of this replica showed.
+    pub missed_block: bool,
 }
 
 impl Changes {
@@ -39,7 +41,8 @@ impl Changes {
         Changes {
             drop,
             missed_drop,
-            blocked: began || missed_block,
+            blocked: began,
+            missed_block,
         }
     }
 }
@@ -111,6 +114,6 @@ mod tests {
             "blocked since an earlier check"
         );
         blocked.snds_blocked_missed_change = Some(1.0);
-        assert!(Changes::of(&blocked).blocked);
+        assert!(Changes::of(&blocked).missed_block);
     }
 }

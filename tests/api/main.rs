@@ -21,4 +21,5 @@ mod reload;
 mod reports;
 mod shards;
 mod state;
+mod stories;
 mod structure;
