@@ -32,6 +32,15 @@ impl StateDir {
         let _ = std::fs::remove_dir_all(&dir);
         StateDir(dir)
     }
+
+    /// Settings for an exporter keeping its state here.
+    fn keep(&self) -> impl Fn(&mut Settings) + Clone + use<> {
+        let dir = self.0.clone();
+        move |s: &mut Settings| {
+            s.state.enabled = true;
+            s.state.path = Some(dir.clone());
+        }
+    }
 }
 
 impl Drop for StateDir {
@@ -90,13 +99,7 @@ fn line(check: i64) -> String {
 #[tokio::test(start_paused = true)]
 async fn replicas_and_restarts_serve_one_identity_per_check_until_the_listings_end() {
     let state = StateDir::new("identity");
-    let keep = {
-        let dir = state.0.clone();
-        move |s: &mut Settings| {
-            s.state.enabled = true;
-            s.state.path = Some(dir.clone());
-        }
-    };
+    let keep = state.keep();
     // The wall clock to the minute: the API's dates have minutes only.
     let now = reputation_exporter::health::unix_now() as i64 / MINUTE * MINUTE;
     let (two_at_once, earlier) = (now - 20 * MINUTE, now - 5 * HOUR);
@@ -167,15 +170,9 @@ fn unnamed(body: &str) -> Vec<String> {
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_report_seven_minutes_late_names_the_rise_both_replicas_paged_and_pages_nothing_more() {
+async fn a_report_minutes_late_names_the_rise_both_replicas_paged_and_pages_nothing_more() {
     let state = StateDir::new("late");
-    let keep = {
-        let dir = state.0.clone();
-        move |s: &mut Settings| {
-            s.state.enabled = true;
-            s.state.path = Some(dir.clone());
-        }
-    };
+    let keep = state.keep();
     let now = reputation_exporter::health::unix_now() as i64 / MINUTE * MINUTE;
     let began = now - 20 * MINUTE;
     let api = SimulatedApi::new(12, 0);
