@@ -32,9 +32,14 @@ pub struct Latest {
     /// Where the reports are kept across restarts, when they are.
     disk: std::sync::OnceLock<Arc<Disk>>,
     /// What the last list of each kind said of its assets' values, whatever its age (kept past
-    /// `metrics.max_age`): the next list's missed changes are told from it.
-    memories: Mutex<[Option<Arc<ListMemory>>; 2]>,
+    /// `metrics.max_age`), and when it was fetched when this process fetched it: the next
+    /// list's missed changes are told from it.
+    memories: Mutex<[Option<Remembered>; 2]>,
 }
+
+/// What a list said of its assets' values, and when this process fetched it (`None`: read back
+/// from the state store).
+type Remembered = (Arc<ListMemory>, Option<Instant>);
 
 #[derive(Debug, Default)]
 struct Parts {
@@ -86,18 +91,37 @@ impl Latest {
         })
     }
 
-    fn memories(&self) -> std::sync::MutexGuard<'_, [Option<Arc<ListMemory>>; 2]> {
+    fn memories(&self) -> std::sync::MutexGuard<'_, [Option<Remembered>; 2]> {
         self.memories.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// What the last list of `kind` taken said of its assets' values, if one was.
     pub fn memory(&self, kind: Kind) -> Option<Arc<ListMemory>> {
-        self.memories()[kind as usize].clone()
+        self.memories()[kind as usize]
+            .as_ref()
+            .map(|(memory, _)| memory.clone())
     }
 
-    /// Keeps what a list of `kind` just taken said, for the next one.
-    pub fn remember(&self, kind: Kind, memory: ListMemory) {
-        self.memories()[kind as usize] = Some(Arc::new(memory));
+    /// What the last list of `kind` taken said of its assets' values, unless this process
+    /// fetched it less than `gap` before `now`: two lists that close hold no check whose change
+    /// the next overwrote, and an answer whose change field flips would read as one.
+    pub fn memory_older_than(
+        &self,
+        kind: Kind,
+        gap: Duration,
+        now: Instant,
+    ) -> Option<Arc<ListMemory>> {
+        let memories = self.memories();
+        let (memory, taken) = memories[kind as usize].as_ref()?;
+        taken
+            .is_none_or(|taken| now.saturating_duration_since(taken) >= gap)
+            .then(|| memory.clone())
+    }
+
+    /// Keeps what a list of `kind` just taken said, for the next one: fetched by this process
+    /// at `taken`, or (`None`) read back from the state store.
+    pub fn remember(&self, kind: Kind, memory: ListMemory, taken: Option<Instant>) {
+        self.memories()[kind as usize] = Some((Arc::new(memory), taken));
     }
 
     /// From now on, `reporters` says who reports on which asset (a rise of an asset another

@@ -126,7 +126,7 @@ async fn warm(
         // Remembered first: the snapshot the restore publishes reads what the lists said, and
         // what the replica remembered to tell events.
         for (kind, memory) in memories {
-            serving.remember(kind, memory);
+            serving.remember(kind, memory, None);
         }
         if let Some(events) = events {
             serving.restore_events(&events);

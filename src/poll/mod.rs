@@ -210,8 +210,10 @@ impl Poller {
         // Each asset is checked against its report as it is decoded (reports follow the list).
         let follow = self.account.follow.as_ref().filter(|f| f.armed());
         let reports = follow.map(|_| self.account.latest.reports());
-        // Each asset's values are compared with the last list's (missed changes).
-        let remembered = self.account.latest.memory(kind);
+        // Each asset's values are compared with the last list's (missed changes), when it is
+        // older than two polls: only then can a check have been overwritten unseen.
+        let gap = 2 * self.interval;
+        let remembered = self.account.latest.memory_older_than(kind, gap, fetched);
         let sink = || {
             let builder = Remembering::new(
                 ListBuilder::new(kind, self.account.latest.shards()),
@@ -275,7 +277,7 @@ impl Poller {
         let latest = self.account.latest.clone();
         let replaced = exporter_web::task::spawn_blocking(move || {
             // Remembered first: the snapshot the list publishes reads what it said.
-            latest.remember(kind, memory);
+            latest.remember(kind, memory, Some(fetched));
             latest.replace(kind, builder.finish(), fetched);
         })
         .await;
