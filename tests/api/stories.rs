@@ -404,6 +404,8 @@ fn pages(served: &Served) -> Vec<Page> {
 struct Expected {
     what: String,
     series: Vec<String>,
+    /// Its check: it may page from then.
+    at: u64,
     seen: u64,
     takes: u64,
     over: u64,
@@ -432,9 +434,21 @@ impl Expected {
 
 fn expected(story: &Story, base: i64) -> Vec<Expected> {
     let end = story.removed.unwrap_or(u64::MAX).min(story.minutes);
-    // The first minute from `minute` at which a replica runs and the lists answer.
+    // The first minute from `minute` at which a replica runs and the lists answer for a poll:
+    // a stretch shorter than a poll that an outage cuts off does not count, as no poll need
+    // fall in it.
     let visible = |minute: u64| {
-        (minute..end).find(|m| story.up(*m) && story.replicas.iter().any(|r| r.starts <= *m))
+        (minute..end).find(|m| {
+            (*m..*m + POLL).all(|x| story.up(x)) && story.replicas.iter().any(|r| r.starts <= *m)
+        })
+    };
+    // When an event at `at` is first seen, and how long it may take to page from then: one
+    // that no poll need see before the asset leaves the account or the story ends may page
+    // or not.
+    let sighted = |at: u64, takes: u64| match visible(at) {
+        Some(seen) => Some((seen, takes)),
+        None if at < end => Some((at, story.minutes)),
+        None => None,
     };
     // When the data saying an event is over can be seen: its minute, or the lists' return.
     let over = |minute: u64| {
@@ -466,7 +480,6 @@ fn expected(story: &Story, base: i64) -> Vec<Expected> {
             })
             .max()
             .unwrap_or(u64::MAX);
-        let Some(seen) = visible(at) else { continue };
         let label = check_label((base + at as i64 * 60) as f64);
         // Named, a poll and 3 minutes; with its report late, unnamed after a poll and 3
         // minutes more of waiting for it.
@@ -478,6 +491,9 @@ fn expected(story: &Story, base: i64) -> Vec<Expected> {
         } else {
             POLL + 3
         };
+        let Some((seen, takes)) = sighted(at, takes) else {
+            continue;
+        };
         expected.push(Expected {
             late: story.late.get(&check).copied(),
             takes,
@@ -486,18 +502,22 @@ fn expected(story: &Story, base: i64) -> Vec<Expected> {
                 format!(r#"{LISTING_EVENT}{{{asset},check="{label}"}}"#),
                 format!(r#"{UNNAMED_EVENT}{{{asset}}}"#),
             ],
+            at,
             seen,
             over: over(ends.min(at + NEWS)),
         });
     }
     for &check in &story.drops {
         let at = story.at(check);
-        let Some(seen) = visible(at) else { continue };
+        let Some((seen, takes)) = sighted(at, POLL + 3) else {
+            continue;
+        };
         expected.push(Expected {
             what: format!("score drop at check {check} (minute {at})"),
             series: vec![format!(r#"{DROP_EVENT}{{{asset},from="85",to="70"}}"#)],
+            at,
             seen,
-            takes: POLL + 3,
+            takes,
             late: None,
             // A list without a score ends no drop: one in the two polls after its end holds it.
             over: over(match story.missing {
@@ -512,12 +532,13 @@ fn expected(story: &Story, base: i64) -> Vec<Expected> {
     }
     if let Some((from, _)) = story.block {
         let at = story.at(from);
-        if let Some(seen) = visible(at) {
+        if let Some((seen, takes)) = sighted(at, POLL + 3) {
             expected.push(Expected {
                 what: format!("SNDS block at check {from} (minute {at})"),
                 series: vec![format!(r#"{BLOCK_EVENT}{{{asset}}}"#)],
+                at,
                 seen,
-                takes: POLL + 3,
+                takes,
                 late: None,
                 over: over(story.at(from + 1)),
             });
@@ -536,8 +557,8 @@ fn judge(story: &Story, served: &Served, base: i64) -> Vec<String> {
         .map(|page| {
             (0..expected.len())
                 .filter(|&e| expected[e].series.contains(&page.series))
-                .filter(|&e| expected[e].seen <= page.from + 1)
-                .max_by_key(|&e| expected[e].seen)
+                .filter(|&e| expected[e].at <= page.from + 1)
+                .max_by_key(|&e| expected[e].at)
         })
         .collect();
     for (page, owner) in pages.iter().zip(&owner) {
