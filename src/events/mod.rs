@@ -222,7 +222,12 @@ impl Events {
         let served = |kind: Kind| lists.iter().find(|(k, _)| *k == kind).and_then(|(_, s)| *s);
         let rises = &memory.rises;
         let mut listings = Vec::new();
-        for (kind, asset, report) in reports.iter() {
+        // Most reports (every asset's, with `asset_reports.enabled`) name no young listing: they
+        // are passed over before any lookup.
+        let news = |report: &Report| {
+            (report.listings.iter()).any(|l| l.listed && l.since.is_some_and(|s| young(s, now)))
+        };
+        for (kind, asset, report) in reports.iter().filter(|(.., report)| news(report)) {
             let Some(said) = served(kind) else { continue };
             let absorbed = rises.absorbed(kind, asset);
             for (check, blacklists) in listing_events(report, said.of(asset), absorbed, now) {

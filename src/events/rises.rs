@@ -274,6 +274,9 @@ impl Rises {
 
     /// The listings of the asset that are a rise's, not events of their own.
     pub(super) fn absorbed(&self, kind: Kind, name: &str) -> &[Named] {
+        if self.rises.is_empty() {
+            return &[];
+        }
         (self.rises.get(&(kind, Box::from(name)))).map_or(&[], |rise| &rise.absorbed)
     }
 
