@@ -4,10 +4,8 @@
 //! listings began; a delisting ends its event at the next poll, and so does the asset leaving
 //! the account.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
-use reputation_exporter::config::Settings;
 use reputation_exporter::events::{
     BLOCK_EVENT, DROP_EVENT, LISTING_EVENT, UNNAMED_EVENT, check_label,
 };
@@ -15,39 +13,12 @@ use reputation_simulate::date::api_date;
 use reputation_simulate::{List, SimulatedApi};
 use serde_json::{Value, json};
 
-use crate::helpers::PausedApp;
+use crate::helpers::{PausedApp, StateDir};
 
 const NAME: &str = "192.0.2.5";
 const ASSET: &str = "/api/v1/asset";
 const MINUTE: i64 = 60;
 const HOUR: i64 = 3600;
-
-/// A state directory of the test's own, removed at the end.
-struct StateDir(PathBuf);
-
-impl StateDir {
-    fn new(test: &str) -> StateDir {
-        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-            .join(format!("events-{test}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        StateDir(dir)
-    }
-
-    /// Settings for an exporter keeping its state here.
-    fn keep(&self) -> impl Fn(&mut Settings) + Clone + use<> {
-        let dir = self.0.clone();
-        move |s: &mut Settings| {
-            s.state.enabled = true;
-            s.state.path = Some(dir.clone());
-        }
-    }
-}
-
-impl Drop for StateDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 /// Sleeps (on the paused clock) until `minutes` after `start`.
 async fn until(start: tokio::time::Instant, minutes: u64) {
@@ -128,7 +99,7 @@ async fn replicas_and_restarts_serve_one_identity_per_check_until_the_listings_e
     assert_eq!(events(&two.metrics().await), expected, "{}", two.logs());
 
     // A warm restart serves the same identities before its first poll has answered.
-    one.stop(&state.0.join("api")).await;
+    one.stop(&state.account()).await;
     api.hold();
     let one = PausedApp::start(api.clone(), "5m", "1h", keep).await;
     tokio::time::sleep(Duration::from_secs(1)).await;
@@ -226,7 +197,7 @@ async fn a_report_minutes_late_names_the_rise_both_replicas_paged_and_pages_noth
             .collect()
     };
     let before = labels(unnamed(&one.metrics().await));
-    one.stop(&state.0.join("api")).await;
+    one.stop(&state.account()).await;
     api.hold();
     let one = PausedApp::start(api.clone(), "5m", "1h", keep).await;
     tokio::time::sleep(Duration::from_secs(1)).await;

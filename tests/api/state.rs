@@ -2,51 +2,16 @@
 //! fetches only the reports that are due; a store that cannot be used is set aside, said once,
 //! and the exporter starts cold.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use reputation_exporter::config::Settings;
 use reputation_simulate::SimulatedApi;
 
-use crate::helpers::{PausedApp, sample};
+use crate::helpers::{PausedApp, StateDir, sample};
 
 const ASSET: &str = "/api/v1/asset";
 const IP_LIST: &str = "/api/v1/ip-list";
 const LAST_LIST: &str = r#"reputation_last_success_timestamp_seconds{endpoint="ip-list"}"#;
-
-/// A state directory of the test's own, removed at the end.
-struct StateDir(PathBuf);
-
-impl StateDir {
-    fn new(test: &str) -> StateDir {
-        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-            .join(format!("state-{test}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        StateDir(dir)
-    }
-
-    /// The store of the account of `[api]`.
-    fn account(&self) -> PathBuf {
-        self.0.join("api")
-    }
-
-    /// Settings for an exporter keeping its state here: 5-minute polls, hourly report rounds.
-    fn keep(&self) -> impl Fn(&mut Settings) + Clone + use<> {
-        let dir = self.0.clone();
-        move |s: &mut Settings| {
-            s.asset_reports.enabled = true;
-            s.asset_reports.interval = crate::helpers::duration("1h");
-            s.state.enabled = true;
-            s.state.path = Some(dir.clone());
-        }
-    }
-}
-
-impl Drop for StateDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 /// Sleeps (on the paused clock) until `minutes` after `start`.
 async fn until(start: tokio::time::Instant, minutes: u64) {
@@ -71,7 +36,7 @@ async fn a_restart_serves_what_was_stored_at_once_and_fetches_only_the_reports_t
     let state = StateDir::new("restart");
     let api = SimulatedApi::new(30, 10);
     let start = tokio::time::Instant::now();
-    let first = PausedApp::start(api.clone(), "5m", "1h", state.keep()).await;
+    let first = PausedApp::start(api.clone(), "5m", "1h", state.keep_reporting()).await;
 
     // The first round has fetched every report; the polls go on to minute 30.
     until(start, 1).await;
@@ -85,7 +50,7 @@ async fn a_restart_serves_what_was_stored_at_once_and_fetches_only_the_reports_t
     // Restarted while the API does not answer yet: everything is served from the store, the
     // lists' ages as they were.
     api.hold();
-    let second = PausedApp::start(api.clone(), "5m", "1h", state.keep()).await;
+    let second = PausedApp::start(api.clone(), "5m", "1h", state.keep_reporting()).await;
     let restored = second.metrics().await;
     assert_eq!(
         asset_lines(&restored),
@@ -124,7 +89,7 @@ async fn reports_follow_the_list_from_the_first_poll_after_a_restart() {
     let state = StateDir::new("follow");
     let api = SimulatedApi::new(12, 0);
     let start = tokio::time::Instant::now();
-    let first = PausedApp::start(api.clone(), "5m", "1h", state.keep()).await;
+    let first = PausedApp::start(api.clone(), "5m", "1h", state.keep_reporting()).await;
     until(start, 1).await;
     assert_eq!(api.requests(ASSET), 12);
     stop(first, &state).await;
@@ -135,7 +100,7 @@ async fn reports_follow_the_list_from_the_first_poll_after_a_restart() {
     items[3]["blacklisted"] = serde_json::json!(items[3]["blacklisted"].as_i64().unwrap() + 1);
     items[3]["blacklisted_change"] = serde_json::json!({ "last_check": 1 });
     api.set_items(reputation_simulate::List::Ip, items);
-    let _second = PausedApp::start(api.clone(), "5m", "1h", state.keep()).await;
+    let _second = PausedApp::start(api.clone(), "5m", "1h", state.keep_reporting()).await;
     until(start, 3).await;
     assert_eq!(api.requests(ASSET), 13);
 }
@@ -153,13 +118,13 @@ async fn a_restart_does_not_ask_again_for_the_reports_that_disagreed_with_their_
     }
     api.set_items(reputation_simulate::List::Ip, items);
     let start = tokio::time::Instant::now();
-    let first = PausedApp::start(api.clone(), "5m", "1h", state.keep()).await;
+    let first = PausedApp::start(api.clone(), "5m", "1h", state.keep_reporting()).await;
     until(start, 12).await;
     // The first round, then one follow-up each at the first poll after it.
     assert_eq!(api.requests(ASSET), 400, "{}", first.logs());
     stop(first, &state).await;
 
-    let second = PausedApp::start(api.clone(), "5m", "1h", state.keep()).await;
+    let second = PausedApp::start(api.clone(), "5m", "1h", state.keep_reporting()).await;
     until(start, 30).await;
     let asked = api.requests(ASSET) - 400;
     assert!(
@@ -174,7 +139,7 @@ async fn a_restart_does_not_ask_again_for_the_reports_that_disagreed_with_their_
 async fn a_restart_serves_the_last_success_however_old_and_no_list_older_than_max_age() {
     let state = StateDir::new("old");
     let api = SimulatedApi::new(5, 0);
-    let keep = state.keep();
+    let keep = state.keep_reporting();
     // The restart's max_age one the wall clock passes within the test (the store's times are
     // wall-clock; the paused clock does not move them).
     let short = move |s: &mut Settings| {
@@ -182,7 +147,7 @@ async fn a_restart_serves_the_last_success_however_old_and_no_list_older_than_ma
         s.metrics.max_age = crate::helpers::duration("2s");
     };
     let start = tokio::time::Instant::now();
-    let first = PausedApp::start(api.clone(), "5m", "1h", state.keep()).await;
+    let first = PausedApp::start(api.clone(), "5m", "1h", state.keep_reporting()).await;
     until(start, 1).await;
     let before = first.metrics().await;
     let listed_at = sample(&before, LAST_LIST).expect("a list poll's time");
@@ -214,12 +179,12 @@ async fn starts_cold_after(test: &str, spoil: impl FnOnce(&StateDir), said: &str
     let state = StateDir::new(test);
     let api = SimulatedApi::new(8, 0);
     let start = tokio::time::Instant::now();
-    let first = PausedApp::start(api.clone(), "5m", "1h", state.keep()).await;
+    let first = PausedApp::start(api.clone(), "5m", "1h", state.keep_reporting()).await;
     until(start, 1).await;
     stop(first, &state).await;
     spoil(&state);
 
-    let second = PausedApp::start(api.clone(), "5m", "1h", state.keep()).await;
+    let second = PausedApp::start(api.clone(), "5m", "1h", state.keep_reporting()).await;
     until(start, 3).await;
     let logs = second.logs();
     let store = state.account().join("state.redb");
@@ -246,7 +211,7 @@ async fn starts_cold_after(test: &str, spoil: impl FnOnce(&StateDir), said: &str
     assert_eq!(set_aside, 1, "{test}: the spoiled store is set aside");
     // The fresh store works: a restart from it is warm.
     stop(second, &state).await;
-    let third = PausedApp::start(api.clone(), "5m", "1h", state.keep()).await;
+    let third = PausedApp::start(api.clone(), "5m", "1h", state.keep_reporting()).await;
     assert!(
         third.logs().contains("serving what the state store kept"),
         "{test}: {}",
@@ -293,12 +258,12 @@ async fn a_store_of_another_account_is_not_used() {
     let state = StateDir::new("other-account");
     let api = SimulatedApi::new(8, 0);
     let start = tokio::time::Instant::now();
-    let first = PausedApp::start(api.clone(), "5m", "1h", state.keep()).await;
+    let first = PausedApp::start(api.clone(), "5m", "1h", state.keep_reporting()).await;
     until(start, 1).await;
     stop(first, &state).await;
 
     // The same directory, another token: another account (or user) of the API.
-    let keep = state.keep();
+    let keep = state.keep_reporting();
     api.set_token("another-token");
     let second = PausedApp::accounts(vec![("", api.clone())], "5m", move |s| {
         keep(s);
@@ -329,7 +294,7 @@ async fn a_store_that_cannot_be_written_is_said_once_and_the_exporter_keeps_serv
     let state = StateDir::new("unwritable");
     let api = SimulatedApi::new(8, 0);
     let start = tokio::time::Instant::now();
-    let app = PausedApp::start(api.clone(), "5m", "1h", state.keep()).await;
+    let app = PausedApp::start(api.clone(), "5m", "1h", state.keep_reporting()).await;
     until(start, 1).await;
     // The directory goes away under the exporter (as a full or failed disk would refuse its
     // writes): every list poll after it fails to write its body.
@@ -356,7 +321,7 @@ async fn a_restart_into_another_shard_serves_only_the_stored_reports_it_selects(
     let state = StateDir::new("reshard");
     let api = SimulatedApi::new(30, 10);
     let start = tokio::time::Instant::now();
-    let first = PausedApp::start(api.clone(), "5m", "1h", state.keep()).await;
+    let first = PausedApp::start(api.clone(), "5m", "1h", state.keep_reporting()).await;
     until(start, 1).await;
     assert_eq!(api.requests(ASSET), 40);
     let named = |body: &str| {
@@ -369,7 +334,7 @@ async fn a_restart_into_another_shard_serves_only_the_stored_reports_it_selects(
 
     // The same store, now the first of two shards: the stored reports of the other shard's
     // assets are not served (this replica would never refresh them), and nothing is fetched.
-    let keep = state.keep();
+    let keep = state.keep_reporting();
     let second = PausedApp::start(api.clone(), "5m", "1h", move |s| {
         keep(s);
         s.asset_reports.replica = "1/2".parse().unwrap();

@@ -17,10 +17,8 @@
 //! open are listed in `tests/api/stories_open.txt`, each with why; they are printed, not failed.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
 use std::time::Duration;
 
-use reputation_exporter::config::Settings;
 use reputation_exporter::events::{
     BLOCK_EVENT, DROP_EVENT, LISTING_EVENT, Now, UNNAMED_EVENT, check_label,
 };
@@ -28,7 +26,7 @@ use reputation_simulate::date::api_date;
 use reputation_simulate::{List, SimulatedApi};
 use serde_json::{Value, json};
 
-use crate::helpers::PausedApp;
+use crate::helpers::{PausedApp, StateDir};
 
 const NAME: &str = "192.0.2.5";
 const IP_LIST: &str = "/api/v1/ip-list";
@@ -289,24 +287,9 @@ type Served = BTreeMap<String, BTreeSet<u64>>;
 
 /// Runs a story through the exporter: every replica scraped every minute.
 async fn replay(story: &Story) -> (Served, i64) {
-    let dirs: Vec<PathBuf> = (0..story.replicas.len())
-        .map(|i| {
-            PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!(
-                "story-{}-{i}-{}",
-                story.seed,
-                std::process::id()
-            ))
-        })
+    let dirs: Vec<StateDir> = (0..story.replicas.len())
+        .map(|i| StateDir::new(&format!("story-{}-{i}", story.seed)))
         .collect();
-    for dir in &dirs {
-        let _ = std::fs::remove_dir_all(dir);
-    }
-    let settings = |dir: PathBuf| {
-        move |s: &mut Settings| {
-            s.state.enabled = true;
-            s.state.path = Some(dir.clone());
-        }
-    };
     let api = SimulatedApi::new(12, 2);
     let now = Now::current().unix as i64;
     // Minute 0 of the story, in Unix seconds, on the minute: the exporter's clock moves with
@@ -328,15 +311,13 @@ async fn replay(story: &Story) -> (Served, i64) {
             if let Some(&(_, warm)) = replica.restarts.iter().find(|(m, _)| *m == minute)
                 && let Some(app) = apps[i].take()
             {
-                app.stop(&dirs[i].join("api")).await;
+                app.stop(&dirs[i].account()).await;
                 if !warm {
-                    let _ = std::fs::remove_dir_all(&dirs[i]);
+                    let _ = std::fs::remove_dir_all(&dirs[i].0);
                 }
             }
             if minute >= replica.starts && apps[i].is_none() {
-                apps[i] = Some(
-                    PausedApp::start(api.clone(), "5m", "1h", settings(dirs[i].clone())).await,
-                );
+                apps[i] = Some(PausedApp::start(api.clone(), "5m", "1h", dirs[i].keep()).await);
             }
         }
         tokio::time::sleep_until(at(minute, 30)).await;
@@ -362,9 +343,6 @@ async fn replay(story: &Story) -> (Served, i64) {
         }
     }
     drop(apps);
-    for dir in &dirs {
-        let _ = std::fs::remove_dir_all(dir);
-    }
     (served, base)
 }
 

@@ -5,10 +5,12 @@
 mod exposition;
 mod logs;
 mod paused;
+mod state_dir;
 
 pub use exposition::{reference_parse, sample, up, value};
 use logs::capture;
 pub use paused::{PausedApp, get_in_process};
+pub use state_dir::StateDir;
 
 use std::net::SocketAddr;
 use std::process::Command;
