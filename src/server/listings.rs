@@ -112,6 +112,12 @@ mod tests {
     use crate::model::{Listing, Report, Reports};
     use crate::vocabulary::Kind;
 
+    /// A snapshot of these reports alone.
+    fn of_reports(reports: Reports) -> Snapshot {
+        let memory = Default::default();
+        Snapshot::build(None, None, Some(Arc::new(reports)), &memory, true, 1)
+    }
+
     fn listed(blacklist: &str, since: f64) -> Listing {
         Listing {
             blacklist: blacklist.into(),
@@ -152,14 +158,7 @@ mod tests {
         delisted.listed = false;
         delisted.since = None;
         reports.set(Kind::Ip, "192.0.2.3".into(), report(vec![delisted]), now);
-        let snapshot = Snapshot::build(
-            None,
-            None,
-            Some(Arc::new(reports)),
-            &Default::default(),
-            true,
-            1,
-        );
+        let snapshot = of_reports(reports);
         let mut page = String::new();
         section(&mut page, &snapshot, &Blacklists::builtin());
         let listed = page.split("<h2 id=\"blacklists\">").next().unwrap();
@@ -216,14 +215,7 @@ mod tests {
             };
             reports.set(Kind::Ip, format!("192.0.2.{i}"), report, Instant::now());
         }
-        let snapshot = Snapshot::build(
-            None,
-            None,
-            Some(Arc::new(reports)),
-            &Default::default(),
-            true,
-            1,
-        );
+        let snapshot = of_reports(reports);
         let mut page = String::new();
         section(&mut page, &snapshot, &Blacklists::builtin());
         assert_eq!(page.matches("<td>ip 192.0.2.").count(), NEWEST_SHOWN);
