@@ -286,11 +286,12 @@ impl Core {
         let config = match loaded {
             Ok(config) => config,
             Err(e) => {
+                // The gauge first: whoever reads the log line then finds it said on /metrics.
+                self.process.config_applied(false);
                 error!(
                     reason = %e,
                     "reload refused: the configuration is not valid; the running one stays"
                 );
-                self.process.config_applied(false);
                 return Err(ReloadError::Invalid(e));
             }
         };
@@ -322,8 +323,8 @@ impl Core {
         {
             Ok(built) => built,
             Err(e) => {
-                error!(reason = %e, "reload refused; the running configuration stays");
                 self.process.config_applied(false);
+                error!(reason = %e, "reload refused; the running configuration stays");
                 return Err(e);
             }
         };
