@@ -7,9 +7,7 @@
 # (deploy/kubernetes/servicemonitor-shards.yaml, N = 4); a fleet server's whole configuration
 # for a remote-write global view (deploy/prometheus/fleet/server-remote-write.yml, from
 # scrape-shards.yml and remote-write.yml); and the units' Documentation=
-# (deploy/systemd); and the promtool tests of the alerts' promises
-# (deploy/prometheus/tests/alerts_test.yml and timelines_test.yml, from tests/rules/scenarios.py,
-# where a checkout has it). CI runs it with the defaults and fails on any difference.
+# (deploy/systemd). CI runs it with the defaults and fails on any difference.
 #
 # Needs jsonnet (Debian: apt-get install jsonnet). To change a threshold, a selector or the
 # dashboard, edit mixin/config.libsonnet and run it again. The runbook lives at RUNBOOK_URL, by
@@ -52,9 +50,6 @@ HEADER
     sed -n '/^scrape_configs:/,$p' prometheus/fleet/scrape-shards.yml |
         sed 's/targets: \["prometheus-global:9090"\]/targets: ["victoriametrics:8428", "vmalert:8880"]/'
 } >prometheus/fleet/server-remote-write.yml
-if [ -f ../tests/rules/scenarios.py ]; then
-    python3 ../tests/rules/scenarios.py
-fi
 
 sed -i "s#^Documentation=.*#Documentation=$repository $runbook#" systemd/reputation-exporter.service \
     systemd/reputation-exporter.socket

@@ -27,11 +27,18 @@
     // page or sum a process' values once per shard.
     shardLabel: 'shard',
 
-    // The API's alerts (ReputationApiDown, ReputationApiTokenRejected) stay firing this long
-    // (keep_firing_for) when their series go missing (a failed scrape, a restart): two missed
-    // scrapes at the 1m interval scrape.yml ships. The pages need none: the recording rules of
-    // reputation.pages hold them until the data says they are over.
+    // The API's alerts (ReputationApiDown, ReputationApiTokenRejected, ReputationDataStale)
+    // stay firing this long (keep_firing_for) when their series go missing (a failed scrape, a
+    // restart): two missed scrapes at the 1m interval scrape.yml ships.
     keepFiringFor: '3m',
+    // The per-asset pages (the events the exporter serves) stay firing this long when no
+    // replica serves them: a replica's restart (a cold one serves a listing from its first
+    // report round) or a rollout is no end.
+    eventKeepFiringFor: '5m',
+    // metrics.max_age of the exporter: while no replica serves an account's lists (past it in
+    // an API outage, or every replica down), the per-asset pages hold what was served this
+    // far back, what the lists said last.
+    listsMaxAge: '1h',
 
     // ReputationSenderScoreLowAssets (warning, one per account): assets below the floor, for
     // this long.
@@ -39,19 +46,16 @@
     senderScoreLowFor: '30m',
     // The dashboard colours scores from here on green (orange between floor and this).
     senderScoreGood: 80,
-    // ReputationSenderScoreDropped (critical): the score fell this many points at the API's
-    // last check (reputation_senderscore_change); it lasts until the API's next check.
+    // ReputationSenderScoreDropped (critical): the score fell this many points at an API check
+    // (reputation_senderscore_drop_event); it lasts until the API's next check.
     senderScoreDrop: 10,
-    // ReputationBlacklistListed (critical): a listing named by a report that began less than
-    // this many seconds ago (reputation_blacklist_listed_since_timestamp_seconds) pages; an
-    // older one (a fleet's standing listings, first seen at installation) does not. The page
-    // ends with the listing, or when the listing is this old: from then on it is one of the
-    // account's standing listings (ReputationBlacklistedAssets).
+    // ReputationBlacklistListed and ReputationAssetBlacklisted (critical): a listing (or a rise
+    // of the count no report named) that began less than this many seconds ago pages; an older
+    // one (a fleet's standing listings, first seen at installation) does not. The page ends
+    // with the listing, or when the listing is this old: from then on it is one of the
+    // account's standing listings (ReputationBlacklistedAssets). The exporter serves the
+    // events of 12 hours: a longer time pages nothing more.
     listingNewSeconds: 43200,
-    // ReputationAssetBlacklisted (critical): the list's count rose at the API's last check and
-    // no report names the new listing for this long, the time a report that follows the list
-    // takes to name it (when it does, ReputationBlacklistListed pages instead).
-    listingCountFor: '2m',
     // ReputationSndsRedAssets (warning, one per account): assets SNDS rates red, for this long.
     sndsRedFor: '1h',
     // The account-level warnings name this many of their worst assets (of the worstKept the
@@ -72,8 +76,7 @@
     tokenRejectedFor: '5m',
     // ReputationDataStale (critical): the last successful list poll of every replica older
     // than this (seconds), for staleFor. The one page of an API outage: it must fire before
-    // metrics.max_age (1h by default) drops the asset series, so that Alertmanager holds the
-    // per-asset alerts (inhibition) before they could resolve; keep this plus staleFor below
+    // metrics.max_age (1h by default) drops the asset series: keep this plus staleFor below
     // metrics.max_age.
     staleAfterSeconds: 2700,
     staleFor: '5m',
@@ -81,31 +84,6 @@
     // restarts (a rollout, a node drain) while another cannot reach the API does not make
     // the data look stale.
     replicaHeld: '15m',
-    // The pages read the current replicas: those whose lists are at most this old (a
-    // poll.interval and a minute). A replica that cannot reach the API is left out from its
-    // first missed poll: its values are old news that would hold a page open or back.
-    currentSlackSeconds: 360,
-    // How often the API checks an asset (hourly): a list polled this long after a listing
-    // began counts it if it stands.
-    apiCheckSeconds: 3600,
-    // A score drop or an SNDS block at the API's last check is old news, and pages nothing,
-    // when the asset's report dates the API's last update of it (the newest Sender Score
-    // history entry, daily) further back than this: an asset the API stopped checking.
-    checkOldSeconds: 259200,
-    // The score drop's and the SNDS block's pages wait this long for the asset's report (the
-    // date above), as the count's page does for the report that names a listing.
-    changeFor: '2m',
-    // A drop or a block at an API check that no list showed (the next check overwrote it
-    // before any poll: reputation_*_missed_change) pages when no replica had polled the
-    // account's lists for this long (seconds) at some minute of missedWindow: an outage or
-    // restarts long enough to span a check. One replica back from its own outage while
-    // another polled on pages nothing: the other saw the change.
-    missedBlindSeconds: 1800,
-    missedWindow: '15m',
-    // How long the rules remember, for the missed changes, the newest list of the current
-    // replicas when a score drop's or an SNDS block's page began: a replica whose list before
-    // its time without the API is older missed nothing that page did not tell.
-    missedPagedSeconds: 86400,
     // ReputationExporterDown (no replica serves the account), ReputationExporterReplicaDown
     // (one of several does not) and ReputationExporterReloadFailed.
     exporterDownFor: '5m',

@@ -38,14 +38,29 @@
   // The series of `metric` for which some replica says `condition`, one per account and asset:
   // filtered before the replicas are joined, so the join only sees the few that match.
   local any(metric, condition, matchers='', aggregation='max') =
-    '%s without (%s, %s) (%s{%s%s} %s)'
-    % [aggregation, c.replicaLabel, c.shardLabel, metric, c.selector, if matchers == '' then '' else ', ' + matchers, condition],
+    '%s without (%s, %s) (%s{%s%s}%s)'
+    % [aggregation, c.replicaLabel, c.shardLabel, metric, c.selector, if matchers == '' then '' else ', ' + matchers, if condition == '' then '' else ' ' + condition],
   // One copy of a process' own series, however many shards serve it.
   local once(aggregation, expr) = '%s without (%s) (%s)' % [aggregation, c.shardLabel, expr],
   // A series of the recording rules.
   local rec(name) = '%s{%s}' % [name, c.selector],
-  // A page held by the recording rules (group reputation.pages), one per account and asset.
-  local page(name, aggregation) = '%s without (%s) (%s)' % [aggregation, c.shardLabel, rec(name)],
+  // An event the exporter serves (docs/metrics.md, "Events"), one per account and label set
+  // whichever replicas and shards serve it, where `condition` holds. While no replica serves
+  // the account's lists (an API outage past metrics.max_age, every replica down or started
+  // cold in one), what was served within listsMaxAge stands: a replica serves events only
+  // with its lists, so that is what they said last, and an outage closes no page.
+  // `aggregation` joins the replicas' values (the earliest sight of a rise: min).
+  local event(metric, condition='', aggregation='max') =
+    '%(one)s\nor\n%(held)s\nunless on (job, %(a)s) max without (%(r)s, %(s)s, kind) (reputation_assets{%(sel)s}) > 0' % {
+      one: any(metric, condition, aggregation=aggregation),
+      held: '%s without (%s, %s) (last_over_time(%s{%s}[%s])%s)' % [aggregation, c.replicaLabel, c.shardLabel, metric, c.selector, c.listsMaxAge, if condition == '' then '' else ' ' + condition],
+      a: c.accountLabel,
+      r: c.replicaLabel,
+      s: c.shardLabel,
+      sel: c.selector,
+    },
+  // Carried over a replica's restart: an event ends when the data says so, not at a gap.
+  local eventBridged = { keep_firing_for: c.eventKeepFiringFor },
   // A recording rule's result, over four of its evaluations (they come every rulesInterval).
   local recorded(name) = 'last_over_time(%s{%s}[%s])' % [name, c.selector, c.recordedWindow],
   // The first `c.worstNamed` assets of a recorded list of worst assets (`order`: bottomk or
@@ -119,56 +134,49 @@
       {
         name: 'reputation.alerts',
         rules: [
-          // A change the API saw at its last check: pages from the first replica that sees it
-          // until the last sees the next check say otherwise. One at a check no list showed
-          // (an API outage past a check) pages from the first lists after, for one poll.
+          // A score drop the exporter tells from the lists (reputation_senderscore_drop_event:
+          // at the API's last check, or at one no list showed), held by it through an answer
+          // that flips; its scores are its identity. It ends at the API's next check.
           alert(
             'ReputationSenderScoreDropped',
             'critical',
-            team(page('asset:reputation_senderscore_change:paging', 'min')),
+            team(event('reputation_senderscore_drop_event', '>= %d' % c.senderScoreDrop)),
             'Sender Score dropped sharply.',
-            "The Sender Score of {{ $labels.kind }} {{ $labels.asset }} changed by {{ $value }} points at the API's last check (after a time without the API: at a check no poll saw).",
-            pendingFor(c.changeFor),
+            'The Sender Score of {{ $labels.kind }} {{ $labels.asset }} dropped {{ $value }} points, from {{ $labels.from }} to {{ $labels.to }}, at an API check (after a time without the API: at a check no poll saw).',
+            eventBridged + aboutAsset,
           ),
-          // A listing a report names, begun less than listingNewSeconds ago: the listings that
-          // stand when monitoring starts (days or months old) never page. It resolves when the
-          // listing ends, or once it is no longer new; an account's standing listings are then
-          // ReputationBlacklistedAssets. A listing the count's page announced before its report
-          // named it does not page again.
+          // A listing a report names, begun at an API check less than listingNewSeconds ago
+          // (reputation_blacklisting_event_timestamp_seconds; blacklist, asset and check are
+          // its identity): the listings that stand when monitoring starts never page. It
+          // resolves when the listing ends, or once it is no longer new; an account's standing
+          // listings are then ReputationBlacklistedAssets. A listing named after its rise paged
+          // unnamed (ReputationAssetBlacklisted) is that page's, and does not page again.
           alert(
             'ReputationBlacklistListed',
             'critical',
-            team('time() - max without (%s) (%s unless on (job, %s, %s, kind, asset, blacklist) %s unless on (job, %s, blacklist) %s) < %s' % [
-              c.shardLabel,
-              rec('asset_blacklist:reputation_blacklist_listed_since:new'),
-              c.accountLabel,
-              c.shardLabel,
-              rec('asset_blacklist:reputation_blacklist_listed_since:counted'),
-              c.accountLabel,
-              'reputation_blacklist_info{%s, policy="gone"}' % c.selector,
-              c.listingNewSeconds,
-            ]),
+            team('time() - (%s) < %d' % [event('reputation_blacklisting_event_timestamp_seconds'), c.listingNewSeconds]),
             'Asset newly listed on a blacklist.',
             '{{ $labels.kind }} {{ $labels.asset }} was listed on {{ $labels.blacklist }} {{ $value | humanizeDuration }} ago.',
-            aboutAsset + aboutBlacklist,
+            eventBridged + aboutAsset + aboutBlacklist,
           ),
-          // A rise of the list's count that no report names within listingCountFor; a report
-          // that names it later ends this page, and does not page again.
+          // A rise of the list's count that no report named within a poll and 3 minutes
+          // (reputation_blacklisting_unnamed_event_timestamp_seconds, the asset its identity);
+          // it stands until its listings end, named or not.
           alert(
             'ReputationAssetBlacklisted',
             'critical',
-            team(page('asset:reputation_blacklistings_change:unnamed', 'max')),
+            team('time() - (%s) < %d' % [event('reputation_blacklisting_unnamed_event_timestamp_seconds', aggregation='min'), c.listingNewSeconds]),
             'Asset newly blacklisted; no report names the blacklist.',
-            "{{ $labels.kind }} {{ $labels.asset }} was listed on {{ $value }} more blacklist(s) at the API's last check, and no asset report named them in time (reports off or not selected for it, or its report could not be had); a report that names them later does not page again.",
-            pendingFor(c.listingCountFor) + aboutAsset,
+            'The blacklist count of {{ $labels.kind }} {{ $labels.asset }} rose {{ $value | humanizeDuration }} ago, and no asset report named the new listing in time (reports off or not selected for it, or its report could not be had); a report that names it later does not page again.',
+            eventBridged + aboutAsset,
           ),
           alert(
             'ReputationSndsBlocked',
             'critical',
-            team(page('asset:reputation_snds_blocked_change:paging', 'max')),
+            team(event('reputation_snds_block_event')),
             'Microsoft SNDS newly reports the asset blocked.',
             "Microsoft SNDS reports {{ $labels.kind }} {{ $labels.asset }} blocked since the API's last check (after a time without the API: since a check no poll saw): Outlook.com rejects its mail.",
-            pendingFor(c.changeFor),
+            eventBridged + aboutAsset,
           ),
           alert(
             'ReputationApiDown',
@@ -187,16 +195,17 @@
             pendingFor(c.tokenRejectedFor) + bridged,
           ),
           // The one page of an API outage: no replica has polled the lists for
-          // staleAfterSeconds. It fires before metrics.max_age drops the asset series, and
-          // Alertmanager holds the account's per-asset alerts while it fires, so that an
-          // outage neither resolves nor pages them again.
+          // staleAfterSeconds (a replica's last success counts for replicaHeld after its last
+          // scrape, so that a rollout during an outage does not end it). It fires before
+          // metrics.max_age drops the asset series; the pages open then stay open, as the
+          // event alerts hold what the lists said last.
           alert(
             'ReputationDataStale',
             'critical',
-            '%s > %d' % [rec('account:reputation_last_success_age_seconds:max'), c.staleAfterSeconds],
+            'time() - min without (endpoint) (max without (%s, %s) (max_over_time(reputation_last_success_timestamp_seconds{%s, endpoint=~"ip-list|domain-list"}[%s]))) > %d' % [c.replicaLabel, c.shardLabel, c.selector, c.replicaHeld, c.staleAfterSeconds],
             'Reputation data is stale.',
-            'No replica has polled the lists of %s for {{ $value | humanizeDuration }}; past metrics.max_age the asset series are dropped and no new listing can page. The pages already open stay open until the data is back.' % who,
-            pendingFor(c.staleFor),
+            'No replica has polled the lists of %s for {{ $value | humanizeDuration }}; past metrics.max_age the asset series are dropped and no new listing can page. The pages already open stay open for metrics.max_age more.' % who,
+            pendingFor(c.staleFor) + bridged,
           ),
           // No replica serves every shard of its own: a replica counts as up only when all its
           // shards are scraped, so replicas on different metrics.shards (a rollout of it) cover

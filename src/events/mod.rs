@@ -80,10 +80,11 @@ const BLOCK_EVENT_HELP: &str = "1 while Microsoft SNDS newly blocks the asset: b
     API's last check (snds_blocked_change) or at one no list of this replica showed. Ends at the \
     second list in a row that does not show it; a list without a value ends nothing.";
 
-const LISTING_EVENT_HELP: &str = "Unix time of the API check at which listings of the asset \
-    began that still stand (the asset report's blacklist_history), while younger than 12 hours; \
-    one series per check, labelled with it (check, RFC 3339): the event's identity, the same on \
-    every replica and after restarts. Lists that have shut down make no event.";
+const LISTING_EVENT_HELP: &str = "Unix time of the API check at which the asset's listing on \
+    the blacklist began, while it stands and is younger than 12 hours (the asset report's \
+    blacklist_history); labelled with the check (RFC 3339), so that blacklist, asset and check \
+    are the event's identity, the same on every replica and after restarts. Lists that have shut \
+    down make no event.";
 
 /// The listings of one asset that began at one API check and may still be news.
 #[derive(Debug, Clone, PartialEq)]
@@ -319,12 +320,15 @@ impl Events {
         let mut lines = Vec::new();
         for event in self.listings(table, shard, now.unix) {
             let check = event.check_label();
-            let labels = [
-                ("kind", event.kind.label()),
-                ("asset", &*event.asset),
-                ("check", &check),
-            ];
-            write_sample_at(&mut lines, LISTING_EVENT, &labels, event.check, None);
+            for blacklist in &event.blacklists {
+                let labels = [
+                    ("kind", event.kind.label()),
+                    ("asset", &*event.asset),
+                    ("blacklist", &**blacklist),
+                    ("check", &check),
+                ];
+                write_sample_at(&mut lines, LISTING_EVENT, &labels, event.check, None);
+            }
         }
         // Labels and values are strings the writer writes whole.
         out.push_str(&String::from_utf8_lossy(&lines));
@@ -539,7 +543,8 @@ pub(super) mod tests {
         assert_eq!(
             samples(&events, after(start, 0)),
             vec![format!(
-                "{LISTING_EVENT}{{kind=\"ip\",asset=\"192.0.2.7\",check=\"{check}\"}} {}",
+                "{LISTING_EVENT}{{kind=\"ip\",asset=\"192.0.2.7\",blacklist=\"SpamCop\",\
+                 check=\"{check}\"}} {}",
                 NOW - HOUR
             )]
         );

@@ -406,9 +406,12 @@ mod tests {
         format!("{UNNAMED_EVENT}{{kind=\"ip\",asset=\"{ASSET}\"}} {seen}")
     }
 
-    fn named(check: f64) -> String {
+    fn named(blacklist: &str, check: f64) -> String {
         let label = check_label(check);
-        format!("{LISTING_EVENT}{{kind=\"ip\",asset=\"{ASSET}\",check=\"{label}\"}} {check}")
+        format!(
+            "{LISTING_EVENT}{{kind=\"ip\",asset=\"{ASSET}\",blacklist=\"{blacklist}\",\
+             check=\"{label}\"}} {check}"
+        )
     }
 
     #[test]
@@ -424,10 +427,10 @@ mod tests {
         // it 7 minutes after that, within a poll and 3 minutes.
         let began = NOW - 60.0;
         story.report(360, vec![listing("SpamCop", true, Some(began))]);
-        assert_eq!(story.scrape(360), vec![named(began)]);
+        assert_eq!(story.scrape(360), vec![named("SpamCop", began)]);
         assert_eq!(
             story.scrape(900),
-            vec![named(began)],
+            vec![named("SpamCop", began)],
             "no unnamed event after the wait"
         );
     }
@@ -455,7 +458,10 @@ mod tests {
             listing("BARRACUDA", true, Some(later)),
         ];
         story.list(7300, 2.0, 1.0).report(7310, both);
-        assert_eq!(story.scrape(7400), vec![named(later), unnamed(NOW)]);
+        assert_eq!(
+            story.scrape(7400),
+            vec![named("BARRACUDA", later), unnamed(NOW)]
+        );
         // SpamCop's listing ends: so does the unnamed event; BARRACUDA's stands.
         let ended = vec![
             listing("SpamCop", false, None),
@@ -463,7 +469,7 @@ mod tests {
         ];
         story.list(10_900, 1.0, -1.0).report(10_910, ended.clone());
         story.list(11_200, 1.0, 0.0).report(11_210, ended);
-        assert_eq!(story.scrape(11_300), vec![named(later)]);
+        assert_eq!(story.scrape(11_300), vec![named("BARRACUDA", later)]);
     }
 
     #[test]
@@ -556,6 +562,6 @@ mod tests {
         story.list(0, 1.0, 1.0);
         let began = NOW - 1200.0;
         story.report(5, vec![listing("SpamCop", true, Some(began))]);
-        assert_eq!(story.scrape(600), vec![named(began)]);
+        assert_eq!(story.scrape(600), vec![named("SpamCop", began)]);
     }
 }

@@ -61,14 +61,16 @@ fn events(body: &str) -> Vec<String> {
         .collect()
 }
 
-/// The line of the asset's event at Unix time `check`.
-fn line(check: i64) -> String {
+/// The line of the asset's listing on `blacklist` at Unix time `check`.
+fn line(blacklist: &str, check: i64) -> String {
     let label = check_label(check as f64);
-    format!(r#"{LISTING_EVENT}{{kind="ip",asset="{NAME}",check="{label}"}} {check}"#)
+    format!(
+        r#"{LISTING_EVENT}{{kind="ip",asset="{NAME}",blacklist="{blacklist}",check="{label}"}} {check}"#
+    )
 }
 
 #[tokio::test(start_paused = true)]
-async fn replicas_and_restarts_serve_one_identity_per_check_until_the_listings_end() {
+async fn replicas_and_restarts_serve_one_identity_per_listing_until_it_ends() {
     let state = StateDir::new("identity");
     let keep = state.keep();
     // The wall clock to the minute: the API's dates have minutes only.
@@ -77,7 +79,7 @@ async fn replicas_and_restarts_serve_one_identity_per_check_until_the_listings_e
     let api = SimulatedApi::new(12, 0);
     set_listed(&api, 4, 2);
     let listings = vec![
-        // Two lists at one check: one event naming both.
+        // Two lists at one check: an event each, of one check.
         event(two_at_once, "Listed", "SpamCop"),
         event(two_at_once, "Listed", "BARRACUDA"),
         // Another check, still young: an event of its own.
@@ -89,7 +91,11 @@ async fn replicas_and_restarts_serve_one_identity_per_check_until_the_listings_e
     ];
     api.set_report(NAME, report(4, 2, &listings));
     let start = tokio::time::Instant::now();
-    let expected = vec![line(earlier), line(two_at_once)];
+    let expected = vec![
+        line("UCEPROTECT-1", earlier),
+        line("BARRACUDA", two_at_once),
+        line("SpamCop", two_at_once),
+    ];
 
     // Two replicas, one keeping a state store; the default scope reports on the listed asset.
     let one = PausedApp::start(api.clone(), "5m", "1h", keep.clone()).await;
@@ -112,7 +118,7 @@ async fn replicas_and_restarts_serve_one_identity_per_check_until_the_listings_e
     until(start, 3).await;
     assert_eq!(events(&two.metrics().await), expected, "{}", two.logs());
 
-    // SpamCop and BARRACUDA delist at the next check: their event ends at the poll that shows
+    // SpamCop and BARRACUDA delist at the next check: their events end at the poll that shows
     // it, the report following the list; the other stands.
     let mut delisted = listings.clone();
     delisted.push(event(now + 5 * MINUTE, "Delisted", "SpamCop"));
@@ -121,7 +127,10 @@ async fn replicas_and_restarts_serve_one_identity_per_check_until_the_listings_e
     api.set_report(NAME, report(2, -2, &delisted));
     until(start, 11).await;
     for replica in [&one, &two] {
-        assert_eq!(events(&replica.metrics().await), vec![line(earlier)]);
+        assert_eq!(
+            events(&replica.metrics().await),
+            vec![line("UCEPROTECT-1", earlier)]
+        );
     }
 
     // The asset leaves the account: every event of it ends at the next poll.

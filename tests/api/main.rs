@@ -15,7 +15,6 @@ mod hostile;
 mod logs;
 mod messages;
 mod metrics;
-mod model;
 mod process;
 mod reload;
 mod reports;

@@ -12,9 +12,11 @@
 //! - every page closes within two polls and `KEEP` minutes of its end;
 //! - nothing pages without an event.
 //!
-//! `STORIES=N` sets how many (from seed 1; `STORY=SEED` runs one), run side by side on every
-//! core; a failure names its seed and prints what was served. The stories of the cases still
-//! open are listed in `tests/api/stories_open.txt`, each with why; they are printed, not failed.
+//! The cases that broke a promise when the pages were a state machine in PromQL are stories of
+//! their own ([`cases`]). `STORIES=N` sets how many are drawn (from seed 1; `STORY=SEED` runs
+//! one), run side by side on every core; a failure names its seed and prints what was served.
+//! The stories of the cases still open are listed in `tests/api/stories_open.txt`, each with
+//! why; they are printed, not failed.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -302,7 +304,8 @@ async fn replay(story: &Story) -> (Served, i64) {
     };
     let mut apps: Vec<Option<PausedApp>> = (0..story.replicas.len()).map(|_| None).collect();
     let mut served = Served::new();
-    let mut last_lists = None;
+    // What the replicas served, without what the alerts held.
+    let mut raw = Served::new();
     set_api(&api, story, 0, base);
     for minute in 0..story.minutes {
         tokio::time::sleep_until(at(minute, 0)).await;
@@ -326,18 +329,22 @@ async fn replay(story: &Story) -> (Served, i64) {
             let body = app.metrics().await;
             lists |= body.contains("reputation_asset_info{");
             for series in served_events(&body) {
+                raw.entry(series.clone()).or_default().insert(minute);
                 served.entry(series).or_default().insert(minute);
             }
         }
-        // While no replica serves the lists (a cold start in an API outage, every replica
-        // down), the alerts hold what was served when the lists were last served: that is no
-        // end.
-        if lists {
-            last_lists = Some(minute);
-        } else if let Some(last) = last_lists.filter(|last| minute - last <= 60) {
-            for minutes in served.values_mut() {
-                if minutes.contains(&last) {
-                    minutes.insert(minute);
+        // While no replica serves the lists (an API outage past `metrics.max_age`, a cold start
+        // in one, every replica down), the alerts hold what was served within `metrics.max_age`
+        // (an hour): a replica serves events only with its lists, so that is what was served
+        // when the lists were last served.
+        if !lists {
+            for (series, minutes) in &raw {
+                if minutes
+                    .range(minute.saturating_sub(59)..=minute)
+                    .next()
+                    .is_some()
+                {
+                    served.entry(series.clone()).or_default().insert(minute);
                 }
             }
         }
@@ -387,6 +394,9 @@ struct Expected {
     seen: u64,
     takes: u64,
     over: u64,
+    /// When its page is over if it is the page of a rise no report named (for a listing, that
+    /// of the last listing begun at its check).
+    over_unnamed: u64,
     /// For a listing, the minutes its report answered 503 after its check.
     late: Option<u64>,
 }
@@ -448,16 +458,15 @@ fn expected(story: &Story, base: i64) -> Vec<Expected> {
         let still = |check: u64| {
             check > 0 && story.listed_at(check).len() == story.listed_at(check - 1).len()
         };
-        let ends = (episodes.iter())
-            .map(|e| {
-                e.ends.map_or(u64::MAX, |end| {
-                    // (up to two rounds of `asset_reports.interval`, 6 hours, later: not
-                    // held to a bound here)
-                    if still(end) { u64::MAX } else { story.at(end) }
-                })
+        let ends = |e: &Episode| {
+            e.ends.map_or(u64::MAX, |end| {
+                // (up to two rounds of `asset_reports.interval`, 6 hours, later: not held to a
+                // bound here)
+                if still(end) { u64::MAX } else { story.at(end) }
             })
-            .max()
-            .unwrap_or(u64::MAX);
+        };
+        // The rise's page stands until every listing of it has ended.
+        let all_end = episodes.iter().map(|e| ends(e)).max().unwrap_or(u64::MAX);
         let label = check_label((base + at as i64 * 60) as f64);
         // Named, a poll and 3 minutes; with its report late, unnamed after a poll and 3
         // minutes more of waiting for it.
@@ -472,18 +481,26 @@ fn expected(story: &Story, base: i64) -> Vec<Expected> {
         let Some((seen, takes)) = sighted(at, takes) else {
             continue;
         };
-        expected.push(Expected {
-            late: story.late.get(&check).copied(),
-            takes,
-            what: format!("listing at check {check} (minute {at})"),
-            series: vec![
-                format!(r#"{LISTING_EVENT}{{{asset},check="{label}"}}"#),
-                format!(r#"{UNNAMED_EVENT}{{{asset}}}"#),
-            ],
-            at,
-            seen,
-            over: over(ends.min(at + NEWS)),
-        });
+        // One event a listing, each paged by its blacklist's name, or all of them by one page
+        // of the rise no report named.
+        for episode in episodes {
+            let blacklist = episode.blacklist;
+            expected.push(Expected {
+                late: story.late.get(&check).copied(),
+                takes,
+                what: format!("listing on {blacklist} at check {check} (minute {at})"),
+                series: vec![
+                    format!(
+                        r#"{LISTING_EVENT}{{{asset},blacklist="{blacklist}",check="{label}"}}"#
+                    ),
+                    format!(r#"{UNNAMED_EVENT}{{{asset}}}"#),
+                ],
+                at,
+                seen,
+                over: over(ends(episode).min(at + NEWS)),
+                over_unnamed: over(all_end.min(at + NEWS)),
+            });
+        }
     }
     for &check in &story.drops {
         let at = story.at(check);
@@ -498,6 +515,7 @@ fn expected(story: &Story, base: i64) -> Vec<Expected> {
             takes,
             late: None,
             // A list without a score ends no drop: one in the two polls after its end holds it.
+            over_unnamed: 0,
             over: over(match story.missing {
                 Some((from, to))
                     if from <= story.at(check + 1) + 2 * POLL && story.at(check + 1) < to =>
@@ -519,6 +537,7 @@ fn expected(story: &Story, base: i64) -> Vec<Expected> {
                 takes,
                 late: None,
                 over: over(story.at(from + 1)),
+                over_unnamed: 0,
             });
         }
     }
@@ -530,22 +549,32 @@ fn judge(story: &Story, served: &Served, base: i64) -> Vec<String> {
     let pages = pages(served);
     let expected = expected(story, base);
     let mut broken = Vec::new();
-    // Each page is the event's whose label sets it has, the latest seen by its start.
-    let owner: Vec<Option<usize>> = (pages.iter())
+    // Each page is the events' whose label sets it has, the latest seen by its start: one
+    // event, or the listings of one check for the page of their rise.
+    let owners: Vec<Vec<usize>> = (pages.iter())
         .map(|page| {
+            let theirs = |e: &usize| {
+                expected[*e].series.contains(&page.series) && expected[*e].at <= page.from + 1
+            };
+            let latest = (0..expected.len())
+                .filter(theirs)
+                .map(|e| expected[e].at)
+                .max();
             (0..expected.len())
-                .filter(|&e| expected[e].series.contains(&page.series))
-                .filter(|&e| expected[e].at <= page.from + 1)
-                .max_by_key(|&e| expected[e].at)
+                .filter(theirs)
+                .filter(|&e| Some(expected[e].at) == latest)
+                .collect()
         })
         .collect();
-    for (page, owner) in pages.iter().zip(&owner) {
-        if owner.is_none() {
+    for (page, owners) in pages.iter().zip(&owners) {
+        if owners.is_empty() {
             broken.push(format!("paged without an event: {page:?}"));
         }
     }
     for (e, event) in expected.iter().enumerate() {
-        let mine: Vec<usize> = (0..pages.len()).filter(|&i| owner[i] == Some(e)).collect();
+        let mine: Vec<usize> = (0..pages.len())
+            .filter(|&i| owners[i].contains(&e))
+            .collect();
         // One seen for less than a poll before it is over may page or not.
         let brief = event.over < event.seen + POLL;
         let deadline = event.seen + event.takes + 1;
@@ -560,11 +589,16 @@ fn judge(story: &Story, served: &Served, base: i64) -> Vec<String> {
                         event.what, page.from
                     ));
                 }
-                let closes = event.over.saturating_add(2 * POLL + KEEP + 1);
+                let over = if page.series.starts_with(UNNAMED_EVENT) {
+                    event.over_unnamed
+                } else {
+                    event.over
+                };
+                let closes = over.saturating_add(2 * POLL + KEEP + 1);
                 if page.to > closes && page.to + 1 < story.minutes {
                     broken.push(format!(
-                        "{}: open until minute {}, over at {}",
-                        event.what, page.to, event.over
+                        "{}: open until minute {}, over at {over}",
+                        event.what, page.to
                     ));
                 }
             }
@@ -586,7 +620,12 @@ fn judge(story: &Story, served: &Served, base: i64) -> Vec<String> {
 
 /// Runs story `seed` on a runtime of its own, with its clock paused.
 fn run(seed: u64) -> Result<(), String> {
-    let story = Story::draw(seed);
+    run_story(Story::draw(seed))
+}
+
+/// Runs `story` on a runtime of its own, with its clock paused.
+fn run_story(story: Story) -> Result<(), String> {
+    let seed = story.seed;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .start_paused(true)
@@ -612,6 +651,119 @@ fn open_stories() -> BTreeSet<u64> {
         .lines()
         .filter_map(|line| line.split('#').next()?.trim().parse().ok())
         .collect()
+}
+
+/// The cases that broke a promise under the rules that kept the pages' state in PromQL, each
+/// a story of its own: two replicas at different poll phases, the API checking at minute 7 of
+/// each hour, one replica's report answering 503 for a while after a listing.
+fn cases() -> Vec<(&'static str, Story)> {
+    let replicas = vec![
+        Replica {
+            starts: 0,
+            restarts: Vec::new(),
+        },
+        Replica {
+            starts: 3,
+            restarts: Vec::new(),
+        },
+    ];
+    let base = Story {
+        seed: 900_000,
+        minutes: 480,
+        phase: 7,
+        replicas,
+        episodes: Vec::new(),
+        late: BTreeMap::new(),
+        drops: Vec::new(),
+        block: None,
+        flips: None,
+        missing: None,
+        outage: None,
+        removed: None,
+    };
+    let listing = |blacklist, begins, ends| Episode {
+        blacklist,
+        begins,
+        ends,
+    };
+    let mut cases = Vec::new();
+    for late in [4, 7] {
+        cases.push((
+            "a report that comes minutes after its list names its listing",
+            Story {
+                seed: 900_000 + late,
+                episodes: vec![listing("SpamCop", 2, Some(5))],
+                late: BTreeMap::from([(2, late)]),
+                ..base.clone()
+            },
+        ));
+    }
+    cases.push((
+        "two blacklists listed at one check, the report late: one page or one each",
+        Story {
+            seed: 900_010,
+            episodes: vec![
+                listing("SpamCop", 2, Some(5)),
+                listing("BARRACUDA", 2, Some(4)),
+            ],
+            late: BTreeMap::from([(2, 7)]),
+            ..base.clone()
+        },
+    ));
+    cases.push((
+        "SNDS answers that flip at every poll for an hour page once",
+        Story {
+            seed: 900_020,
+            block: Some((2, 5)),
+            flips: Some((base.phase + 2 * CHECK + 6, base.phase + 3 * CHECK + 6)),
+            ..base.clone()
+        },
+    ));
+    cases.push((
+        "a score missing from the answers for 20 minutes is no recovery",
+        Story {
+            seed: 900_030,
+            drops: vec![3],
+            missing: Some((base.phase + 3 * CHECK + 6, base.phase + 3 * CHECK + 26)),
+            ..base.clone()
+        },
+    ));
+    cases.push((
+        "an asset removed from the account while paged closes its pages",
+        Story {
+            seed: 900_040,
+            episodes: vec![listing("SpamCop", 2, None)],
+            block: Some((2, 6)),
+            removed: Some(base.phase + 2 * CHECK + 30),
+            ..base.clone()
+        },
+    ));
+    cases
+}
+
+#[test]
+fn the_cases_that_broke_a_promise_before_keep_them() {
+    let cases = cases();
+    let threads = std::thread::available_parallelism().map_or(1, usize::from);
+    let failures: Vec<String> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                let chunk: Vec<_> = cases.iter().cloned().skip(t).step_by(threads).collect();
+                scope.spawn(move || {
+                    (chunk.into_iter())
+                        .filter_map(|(case, story)| {
+                            run_story(story).err().map(|e| format!("{case}: {e}"))
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap())
+            .collect()
+    });
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
 
 #[test]

@@ -4,8 +4,8 @@
 # (tests/e2e/fleet_api.py), asset reports on at a 1h round (so a listing is named only because
 # reports follow the list), scraped by a real Prometheus with the shipped scrape.yml (its two
 # replicas and `account` label; intervals shortened, addresses filled in) and the shipped
-# alerts (`for:` and `keep_firing_for:` shortened, ReputationDataStale's threshold shortened
-# with metrics.max_age, nothing else changed), a real Alertmanager with the shipped
+# alerts (`for:` and `keep_firing_for:` shortened, ReputationDataStale's threshold and the pages'
+# hold shortened with metrics.max_age, nothing else changed), a real Alertmanager with the shipped
 # configuration (its webhook URLs pointed here, its group_interval shortened), and a webhook
 # receiver that records every notification. Time is compressed: polls every 5s, Prometheus'
 # query look-back 20s, metrics.max_age 60s.
@@ -23,8 +23,8 @@
 #    exporters serving it; one page, one resolution, and no count page after it (the asset's
 #    report already names two standing listings: a delisting once paged it again, unnamed).
 # 6. An API outage past metrics.max_age pages once (ReputationDataStale): the listing paging
-#    before it stays firing in Prometheus (the pages' recording rules hold it), though its series
-#    go and come back; nothing is resolved or paged again.
+#    before it stays firing in Prometheus (its alert holds what was served while no replica
+#    serves the lists), though its series go and come back; nothing is resolved or paged again.
 # 7. Reports split over the replicas (asset_reports.replica 1/2 and 2/2): a new listing pages
 #    once, its delisting resolves once.
 # 8. One exporter: a new listing pages within a poll plus a minute naming the blacklist, and
@@ -109,13 +109,10 @@ start_replica 2
 # SMTP server.
 start_alertmanager "$webhook_port" "$(cat "$work/smtp.port")"
 
-# Prometheus with the shipped scrape job, alerts and recording rules (the pages' group, which
-# the per-asset alerts read, and the account-wide alerts' ones), every `for:` shortened to 20s,
-# `keep_firing_for:` to three scrapes, the 5-minute groups to the poll's compressed pace, and
-# ReputationDataStale's threshold (45 of metrics.max_age's 60 minutes) to 30 of its 60 seconds.
-# The pages' rules hold a value by reading their own previous evaluation (`offset 1m`, one
-# evaluation at the shipped minute): that offset follows the evaluation interval, or a page
-# resolved a few evaluations ago would be read back as still open.
+# Prometheus with the shipped scrape job, alerts and recording rules, every `for:` shortened to
+# 20s, `keep_firing_for:` to three scrapes, the 5-minute groups to the poll's compressed pace,
+# ReputationDataStale's threshold (45 of metrics.max_age's 60 minutes) to 30 of its 60 seconds,
+# and the pages' hold while no replica serves the lists to metrics.max_age's 60 seconds.
 compressed_rules "$work/rules"
 compressed_prometheus "127.0.0.1:${replica_ports[0]}" "127.0.0.1:${replica_ports[1]}"
 prometheus_port=$(free_port)

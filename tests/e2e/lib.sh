@@ -81,24 +81,22 @@ wait_for() {
 }
 
 # `compressed_rules DIR`: the shipped alerts and recording rules, written to DIR/alerts.yml and
-# DIR/rules.yml at the compressed pace of a test that sets `poll`, `evaluation` and `keep`
+# DIR/rules.yml at the compressed pace of a test that sets `poll`, `keep` and `max_age`
 # (seconds): every `for:` 20s, `keep_firing_for:` `keep`, the 5-minute groups every `poll`,
 # ReputationDataStale's threshold (45 of metrics.max_age's 60 minutes) 30 of 60 seconds, and
-# the pages' rules reading back one evaluation (`offset 1m` at the shipped minute), or a page
-# resolved a few evaluations ago would be read back as still open. Fails the test when a
-# substitution no longer applies.
+# the pages' hold while no replica serves the lists metrics.max_age (`max_age`). Fails the test
+# when a substitution no longer applies.
 compressed_rules() {
     mkdir -p "$1"
     sed -E -e 's/^( +for: ).*/\1"20s"/' -e "s/^( +keep_firing_for: ).*/\\1\"${keep}s\"/" \
         -e "s/^( +(- )?interval: )\"5m\"/\\1\"${poll}s\"/" \
-        -e 's/age_seconds:max\{job=\\"reputation\\"\} > 2700"/age_seconds:max{job=\\"reputation\\"} > 30"/' \
+        -e 's/(domain-list\\"\}\[15m\]\)\)\) > )2700"/\130"/' \
+        -e "s/\\[1h\\]\\)/[${max_age}s])/g" \
         deploy/prometheus/alerts.yml >"$1/alerts.yml"
-    sed -e "s/interval: \"5m\"/interval: \"${poll}s\"/" -e "s/offset 1m/offset ${evaluation}s/g" \
-        -e "s/offset ${evaluation}s + 60\"/offset ${evaluation}s + ${evaluation}\"/" \
-        deploy/prometheus/rules.yml >"$1/rules.yml"
-    grep -q 'age_seconds:max{job=\\"reputation\\"} > 30"' "$1/alerts.yml" || fail "ReputationDataStale's threshold was not shortened"
+    sed -e "s/interval: \"5m\"/interval: \"${poll}s\"/" deploy/prometheus/rules.yml >"$1/rules.yml"
+    grep -q 'domain-list\\"}\[15m\]))) > 30"' "$1/alerts.yml" || fail "ReputationDataStale's threshold was not shortened"
+    ! grep -q '\[1h\])' "$1/alerts.yml" || fail "the pages' hold was not shortened"
     grep -q "interval: \"${poll}s\"" "$1/rules.yml" || fail "the recording rules' interval was not shortened"
-    ! grep -q "offset 1m" "$1/rules.yml" || fail "the pages' rules still read back a minute"
 }
 
 # `start_alertmanager WEBHOOK_PORT SMTP_PORT`: a real Alertmanager with the shipped

@@ -40,7 +40,7 @@ promtool test rules "$work/team/prometheus/tests/mixin_team_test.yml" >"$work/te
     fail "promtool test rules on the rendering with teamTag"
 echo "team: a team-tagged asset's new listing carries team for Alertmanager's routing"
 
-override='{senderScoreFloor: 80, senderScoreGood: 90, selector: "job=\"mail-reputation\"", globalViewSelector: "job=\"mail-reputation-global\"", accountLabel: "tenant", replicaLabel: "pod", keepFiringFor: "5m", runbookUrl: "https://wiki.example.com/reputation/runbook", dashboardUrl: "https://grafana.example.com/d/reputation-exporter"}'
+override='{senderScoreFloor: 80, senderScoreGood: 90, selector: "job=\"mail-reputation\"", globalViewSelector: "job=\"mail-reputation-global\"", accountLabel: "tenant", replicaLabel: "pod", keepFiringFor: "5m", eventKeepFiringFor: "10m", runbookUrl: "https://wiki.example.com/reputation/runbook", dashboardUrl: "https://grafana.example.com/d/reputation-exporter"}'
 render "$work/override" "$override"
 promtool check rules "$work/override/prometheus/alerts.yml" "$work/override/prometheus/rules.yml" >"$work/check.log" 2>&1 ||
     fail "promtool check rules on the override's rendering"
@@ -56,21 +56,39 @@ for config in default override; do
         fail "mixin lint ($config): $(cat "$work/lint-$config.log")"
     echo "$config: $(tail -n 1 "$work/lint-$config.log")"
 done
-# The group past 20 rules passes as one chain of records; with a rule no record links to it,
-# the lint refuses it and names that rule.
-python3 - "$work/default/json/prometheusRules.json" "$work/unlinked.json" <<'PY'
+# A group past 20 rules is refused, and named.
+python3 - "$work/default/json/prometheusRules.json" "$work/large.json" <<'PY'
 import json, sys
 rules = json.load(open(sys.argv[1]))
 group = max(rules["groups"], key=lambda g: len(g["rules"]))
-group["rules"].append({"record": "account:up:sum", "expr": "sum by (account) (up)"})
+group["rules"] += [{"record": f"account:up{i}:sum", "expr": "sum by (account) (up)"} for i in range(21 - len(group["rules"]))]
 json.dump(rules, open(sys.argv[2], "w"))
 PY
-if python3 tests/e2e/mixin_lint.py "$work/default/json/prometheusAlerts.json" "$work/unlinked.json" "$work/default/json/grafanaDashboards.json" >"$work/lint-unlinked.log"; then
-    fail "the lint passed a group past 20 rules with a rule no record links to the rest"
+if python3 tests/e2e/mixin_lint.py "$work/default/json/prometheusAlerts.json" "$work/large.json" "$work/default/json/grafanaDashboards.json" >"$work/lint-large.log"; then
+    fail "the lint passed a group of 21 rules"
 fi
-grep -q 'no record links these to the rest: account:up:sum$' "$work/lint-unlinked.log" ||
-    fail "the lint did not name the unlinked rule: $(cat "$work/lint-unlinked.log")"
-echo "lint: a group past 20 rules is one chain of records, and a rule outside the chain is named"
+grep -q 'has 21 rules, more than 20$' "$work/lint-large.log" ||
+    fail "the lint did not name the group of 21 rules: $(cat "$work/lint-large.log")"
+echo "lint: a group past 20 rules is refused and named"
+# A rule that keeps state (a recorded series read back at an offset, ALERTS) or that no one can
+# read (past 400 characters) is refused, and named.
+python3 - "$work/default/json/prometheusRules.json" "$work/stateful.json" <<'PY'
+import json, sys
+rules = json.load(open(sys.argv[1]))
+rules["groups"][0]["rules"] += [
+    {"record": "account:latch:max", "expr": "max by (account) (up) or account:latch:max offset 1m"},
+    {"record": "account:alerts:count", "expr": 'count by (account) (ALERTS{alertstate="firing"})'},
+    {"record": "account:long:sum", "expr": "sum by (account) (up" + " + up" * 80 + ")"},
+]
+json.dump(rules, open(sys.argv[2], "w"))
+PY
+if python3 tests/e2e/mixin_lint.py "$work/default/json/prometheusAlerts.json" "$work/stateful.json" "$work/default/json/grafanaDashboards.json" >"$work/lint-stateful.log"; then
+    fail "the lint passed rules that keep state"
+fi
+for said in 'account:latch:max reads a recorded series at an offset' 'account:alerts:count reads ALERTS' 'account:long:sum is 421 characters, more than 400'; do
+    grep -q "$said" "$work/lint-stateful.log" || fail "the lint did not say \"$said\": $(cat "$work/lint-stateful.log")"
+done
+echo "lint: a rule that reads its own past or ALERTS, or past 400 characters, is refused and named"
 
 python3 - "$work/default/json" "$work/override/json" <<'PY' || fail "the override did not change the rendering as configured"
 import json, sys
@@ -104,7 +122,7 @@ assert "tenant=%q" in oa["ReputationSenderScoreLowAssets"]["annotations"]["descr
 assert "dashboard_url" not in da["ReputationSndsRedAssets"]["annotations"], "no link without dashboardUrl"
 check("dashboard link", oa["ReputationSndsRedAssets"]["annotations"]["dashboard_url"], "https://grafana.example.com/d/reputation-exporter?var-job={{ $labels.job }}&var-account={{ $labels.tenant }}")
 check("override gap tolerance", oa["ReputationApiDown"]["keep_firing_for"], "5m")
-assert "keep_firing_for" not in oa["ReputationBlacklistListed"], "the pages are held by the rules, not keep_firing_for"
+check("override gap tolerance of the pages", oa["ReputationBlacklistListed"]["keep_firing_for"], "10m")
 assert "below 80;" in oa["ReputationSenderScoreLowAssets"]["annotations"]["description"]
 # The servers' watch of a fleet's global view selects its own scrape job, whose `instance` is
 # the view's address, not a replica of the exporter.
@@ -118,9 +136,10 @@ for name, rule in oa.items():
         assert "$labels.instance" not in rule["annotations"]["description"], name
     assert "instance" not in expr, f"{name}: {expr}"
 check("standing listings", oa["ReputationBlacklistedAssets"]["expr"], 'sum by (job, tenant) (last_over_time(account_kind:reputation_blacklisted_assets:count{job="mail-reputation"}[20m])) > 0')
-records = {r["record"]: r for g in o["prometheusRules"]["groups"] for r in g["rules"]}
-unnamed = records["asset:reputation_blacklistings_change:unnamed"]["expr"]
-assert "unless on (job, tenant, shard, kind, asset)" in unnamed and "on (job, tenant, pod)" in unnamed, unnamed
+# The pages join the replicas by the replica label, and hold while no replica of the account
+# (by its label) serves its lists.
+unnamed = oa["ReputationAssetBlacklisted"]["expr"]
+assert "min without (pod, shard)" in unnamed and "unless on (job, tenant)" in unnamed, unnamed
 for name, rule in {**da, **oa}.items():
     assert "ALERTS" not in rule["expr"], f"{name} reads ALERTS"
 assert "$labels.pod" in oa["ReputationExporterReplicaDown"]["annotations"]["description"]
@@ -128,11 +147,7 @@ for group in o["prometheusRules"]["groups"]:
     for rule in group["rules"]:
         assert 'job="mail-reputation"' in rule["expr"], rule
         assert "instance" not in rule["expr"], rule
-        if group["name"] != "reputation.pages":
-            assert "max without (pod)" in rule["expr"] and "by (job, tenant, shard" in rule["expr"], rule
-        else:
-            # The pages' rules join the replicas by the replica label, the accounts by theirs.
-            assert "pod" in rule["expr"] or "tenant" in rule["expr"] or ":" in rule["expr"].split("{")[0], rule
+        assert "max without (pod)" in rule["expr"] and "by (job, tenant, shard" in rule["expr"], rule
 
 dd, od = dashboard(d), dashboard(o)
 check("default score colours", steps(dd, "Worst Sender Score"), [None, 70, 80])

@@ -5,8 +5,10 @@
 
 Alerts: names CamelCase with the mixin's common prefix, `severity` critical/warning/info, a
 static `summary` starting with a capital and ending with a period, a templated `description`, a
-`runbook_url`. Groups: unique names, at least one rule, and more than MAX_RULES only when they
-are one chain of records (below). Dashboards: a title and a
+`runbook_url`. Groups: unique names, at least one rule, at most MAX_RULES. Rules, recording
+ones included: at most MAX_EXPR characters, and stateless: none reads `ALERTS` or
+`ALERTS_FOR_STATE`, nor a recorded series (a name with a colon) at an `offset`, so the outcome
+is the same whatever the evaluation interval and the order of groups. Dashboards: a title and a
 uid each; every panel and annotation query on the datasource variable and selecting the job
 and account variables. Prints each problem and exits 1 when there is one.
 """
@@ -17,12 +19,12 @@ import sys
 PREFIX = "Reputation"
 SEVERITIES = {"critical", "warning", "info"}
 # Prometheus evaluates a group's rules one after the other, and its groups side by side: mixins
-# keep groups small. A group past MAX_RULES must be one chain of records, every rule linked to
-# the others by the records it reads or writes: such a group cannot be split, since a rule that
-# read a record of its own group in the same evaluation would read it from another group's,
-# at another moment. A group that holds two sets of rules, neither reading the other's records,
-# is two groups.
+# keep groups small: at most MAX_RULES rules, each group's rules of one concern.
 MAX_RULES = 20
+# A rule a person on call can read.
+MAX_EXPR = 400
+# A recorded series read at an offset: a rule remembering what it decided before.
+RECORDED_OFFSET = re.compile(r"[a-z_]+:[a-z_]+:[a-z0-9_]+(\{[^}]*\})?(\[[^\]]*\])?\s+offset\b")
 DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
 
 problems = []
@@ -44,34 +46,7 @@ def lint_groups(what, groups):
         if not rules:
             problem(f"{what}: group {g.get('name')} has no rule")
         elif len(rules) > MAX_RULES:
-            apart = unlinked(rules)
-            if apart:
-                problem(
-                    f"{what}: group {g.get('name')} has {len(rules)} rules (at most {MAX_RULES} "
-                    f"unless one chain of records); no record links these to the rest: "
-                    f"{', '.join(apart)}"
-                )
-
-
-def unlinked(rules):
-    """The rules of a group not linked to its first by the records they read and write (a rule
-    reads a record when its expression names it), or [] when the group is one chain."""
-    names = {r.get("record") for r in rules if r.get("record")}
-    touched = []
-    for rule in rules:
-        expr = rule.get("expr", "")
-        reads = {n for n in names if re.search(rf"(?<![\w:]){re.escape(n)}(?![\w:])", expr)}
-        touched.append(reads | ({rule["record"]} if rule.get("record") else set()))
-    linked, records = {0}, set(touched[0])
-    grew = True
-    while grew:
-        grew = False
-        for i, t in enumerate(touched):
-            if i not in linked and t & records:
-                linked.add(i)
-                records |= t
-                grew = True
-    return [rules[i].get("record") or rules[i].get("alert") for i in range(len(rules)) if i not in linked]
+            problem(f"{what}: group {g.get('name')} has {len(rules)} rules, more than {MAX_RULES}")
 
 
 def lint_alert(rule):
@@ -125,10 +100,25 @@ def lint_dashboard(file, dashboard):
                 problem(f"{file} {where}: query does not select {variable}: {expr}")
 
 
+def lint_stateless(what, rule):
+    name = rule.get("alert") or rule.get("record")
+    expr = rule.get("expr", "")
+    if len(expr) > MAX_EXPR:
+        problem(f"{what}: {name} is {len(expr)} characters, more than {MAX_EXPR}")
+    if re.search(r"\bALERTS(_FOR_STATE)?\b", expr):
+        problem(f"{what}: {name} reads ALERTS")
+    if RECORDED_OFFSET.search(expr):
+        problem(f"{what}: {name} reads a recorded series at an offset")
+
+
 def main():
     alerts, rules, dashboards = (json.load(open(p)) for p in sys.argv[1:4])
     lint_groups("alerts", alerts["groups"])
     lint_groups("rules", rules["groups"])
+    for what, groups in (("alerts", alerts["groups"]), ("rules", rules["groups"])):
+        for group in groups:
+            for rule in group["rules"]:
+                lint_stateless(what, rule)
     for group in alerts["groups"]:
         for rule in group["rules"]:
             if "alert" not in rule:

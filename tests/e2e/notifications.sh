@@ -28,6 +28,8 @@ e2e_name=notifications
 evaluation=5
 poll=5
 keep=15
+# metrics.max_age: the exporter's default here.
+max_age=3600
 
 # Twelve addresses, nothing listed.
 echo '{"assets": 12, "listings": [], "flaky": false}' >"$work/fleet.json"

@@ -72,7 +72,7 @@ sed -e "s/scrape_interval: .*/scrape_interval: 2s/" \
     -e "s/reputation-exporter-1:9525/127.0.0.1:$exporter_port/" \
     deploy/prometheus/scrape.yml >"$work/scrape.yml"
 sed -e "s/for: .*/for: 0s/" -e 's/interval: "5m"/interval: "2s"/' deploy/prometheus/alerts.yml >"$work/alerts.yml"
-sed -e 's/interval: "5m"/interval: "2s"/' -e 's/offset 1m/offset 2s/g' deploy/prometheus/rules.yml >"$work/rules.yml"
+sed -e 's/interval: "5m"/interval: "2s"/' deploy/prometheus/rules.yml >"$work/rules.yml"
 {
     echo "global:"
     echo "  evaluation_interval: 2s"
