@@ -5,8 +5,8 @@
 //!
 //! The list poller checks each asset as it is decoded ([`Following`], a sink around the list's
 //! own) and hands the assets whose reports are behind to [`FollowUps`]; the report poller takes
-//! them from there. Each change of the list is asked for once: a report the API keeps answering
-//! differently from its list (or with 404) is not fetched again every poll, only when the list
+//! them from there. A report the API keeps answering differently from its list (its own lag, or
+//! a 404) is asked for again at a pace that halves each time ([`REASKS`]), then not until the list
 //! changes again; one whose fetch failed is asked for again at the next poll.
 
 use std::collections::HashMap;
@@ -18,6 +18,22 @@ use tokio::sync::Notify;
 use super::selection::Selection;
 use crate::model::{Asset, AssetSink, Blacklisting, Reports};
 use crate::vocabulary::Kind;
+
+/// How many times a report that still disagrees with an unchanged list is asked for again: at
+/// the 1st, 3rd, 7th and 15th poll after the first request (each wait twice the one before: 5,
+/// 15, 35 and 75 minutes at the default poll), then only when the list changes. At most this
+/// many requests more per change of the list, for such an asset only.
+pub const REASKS: u8 = 4;
+
+/// What the list said when an asset in disagreement was asked for, and how often since.
+#[derive(Debug, Clone, Copy)]
+struct Asked {
+    listed: Blacklisting,
+    /// Requests made again for the same list values.
+    reasks: u8,
+    /// Polls to let pass before the next.
+    wait: u32,
+}
 
 /// The assets whose reports are to be fetched ahead of the round: filled by the list poller,
 /// emptied by the report poller.
@@ -38,10 +54,10 @@ struct State {
     /// To be fetched, in the order the lists found them, each once: a set, so that a change
     /// of every asset at once queues in time proportional to the fleet, not its square.
     pending: IndexSet<(Kind, String)>,
-    /// What the list said when each asset still in disagreement was last asked for: not asked
-    /// again until the list says something else. Only assets whose report disagrees with
-    /// their list are here.
-    asked: HashMap<(Kind, String), Blacklisting>,
+    /// What the list said when each asset still in disagreement was last asked for: asked
+    /// again at a slowing pace, [`REASKS`] times, then not until the list says something else.
+    /// Only assets whose report disagrees with their list are here.
+    asked: HashMap<(Kind, String), Asked>,
 }
 
 impl FollowUps {
@@ -80,7 +96,7 @@ impl FollowUps {
     }
 
     /// Queues the assets a list poll found behind, each unless it was asked for with the same
-    /// list values already; returns how many were queued.
+    /// list values already and its next request again is not due; returns how many were queued.
     pub fn ask(&self, kind: Kind, behind: Vec<(String, Blacklisting)>) -> usize {
         let mut state = self.state();
         if !state.armed {
@@ -89,13 +105,32 @@ impl FollowUps {
         let mut queued = 0;
         for (name, listed) in behind {
             let key = (kind, name);
-            if state.asked.get(&key) == Some(&listed) {
+            if state.pending.contains(&key) {
                 continue;
             }
-            state.asked.insert(key.clone(), listed);
-            if state.pending.insert(key) {
-                queued += 1;
+            match state.asked.get_mut(&key) {
+                Some(asked) if asked.listed == listed => {
+                    if asked.reasks >= REASKS {
+                        continue;
+                    }
+                    if asked.wait > 0 {
+                        asked.wait -= 1;
+                        continue;
+                    }
+                    asked.reasks += 1;
+                    asked.wait = (1 << asked.reasks) - 1;
+                }
+                _ => {
+                    let asked = Asked {
+                        listed,
+                        reasks: 0,
+                        wait: 0,
+                    };
+                    state.asked.insert(key.clone(), asked);
+                }
             }
+            state.pending.insert(key);
+            queued += 1;
         }
         drop(state);
         if queued > 0 {
@@ -118,8 +153,8 @@ impl FollowUps {
 
     /// What a follow-up fetch of `kind`/`name` gave: `Some(report's values)` when a report
     /// arrived, `None` when it failed (asked for again at the next poll). A report that now
-    /// says what the list said settles the asset; one that still disagrees, or a 404, is not
-    /// asked for again until the list changes.
+    /// says what the list said settles the asset; one that still disagrees, or a 404, is asked
+    /// for again at a slowing pace ([`REASKS`] times), then not until the list changes.
     ///
     /// Returns what the list said when the report was asked for, when the report still
     /// disagrees: kept with the report ([`Report::asked_for`](crate::model::Report)), so that a
@@ -132,7 +167,7 @@ impl FollowUps {
     ) -> Option<Blacklisting> {
         let mut state = self.state();
         let key = (kind, name.to_owned());
-        let asked = state.asked.get(&key).copied();
+        let asked = state.asked.get(&key).map(|a| a.listed);
         let settled = match (report, asked) {
             (None, _) => true,
             (Some(Some(said)), Some(asked)) => said == asked,
@@ -146,11 +181,17 @@ impl FollowUps {
     }
 
     /// What the reports kept say the lists were asked with: not asked again while the lists
-    /// say the same (a restart, a reload that rebuilds the account).
+    /// say the same (a restart, a reload that rebuilds the account: the requests again were
+    /// made, or given up, before it).
     pub fn remember(&self, reports: &Reports) {
         let mut state = self.state();
         for (kind, name, report) in reports.iter() {
-            if let Some(asked) = report.asked_for {
+            if let Some(listed) = report.asked_for {
+                let asked = Asked {
+                    listed,
+                    reasks: REASKS,
+                    wait: 0,
+                };
                 state.asked.insert((kind, name.to_owned()), asked);
             }
         }
@@ -306,7 +347,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn each_change_of_the_list_is_asked_for_once_until_the_report_agrees() {
+    async fn each_change_of_the_list_is_asked_for_at_a_slowing_pace_until_the_report_agrees() {
         let follow = FollowUps::new(all());
         let new = || vec![("192.0.2.1".to_owned(), listed(1.0, 1.0))];
         assert_eq!(
@@ -318,9 +359,18 @@ mod tests {
         assert_eq!(follow.ask(Kind::Ip, new()), 1);
         assert_eq!(follow.ask(Kind::Ip, new()), 0, "queued once");
         assert_eq!(follow.next().await, [(Kind::Ip, "192.0.2.1".to_owned())]);
-        // The report still says something else: not asked again for the same list.
+        // The report still says something else: asked again for the same list at the 1st,
+        // 3rd, 7th and 15th poll after, then not.
         follow.answered(Kind::Ip, "192.0.2.1", Some(Some(listed(0.0, 0.0))));
-        assert_eq!(follow.ask(Kind::Ip, new()), 0);
+        let mut asked_at = Vec::new();
+        for poll in 1..=40 {
+            if follow.ask(Kind::Ip, new()) == 1 {
+                asked_at.push(poll);
+                let _ = follow.next().await;
+                follow.answered(Kind::Ip, "192.0.2.1", Some(Some(listed(0.0, 0.0))));
+            }
+        }
+        assert_eq!(asked_at, [1, 3, 7, 15]);
         // The list changes: asked again.
         let changed = vec![("192.0.2.1".to_owned(), listed(2.0, 1.0))];
         assert_eq!(follow.ask(Kind::Ip, changed.clone()), 1);

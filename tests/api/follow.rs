@@ -97,7 +97,7 @@ async fn a_listing_and_its_delisting_are_named_within_one_poll_by_one_report_req
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_report_that_keeps_disagreeing_or_answers_404_is_asked_for_once_per_change_of_the_list() {
+async fn a_report_that_keeps_disagreeing_or_answers_404_is_asked_for_again_at_a_slowing_pace() {
     let api = SimulatedApi::new(12, 0);
     let (stubborn, unknown) = ("192.0.2.5", "192.0.2.6");
     for name in [stubborn, unknown] {
@@ -113,20 +113,35 @@ async fn a_report_that_keeps_disagreeing_or_answers_404_is_asked_for_once_per_ch
     until(start, 1, 0).await;
     let first_round = api.requests(ASSET);
 
-    // Both change in the list: each is asked for once, at the poll of minute 5.
+    // Both change in the list: each is asked for at the poll of minute 5, then again at the
+    // polls 5, 15, 35 and 75 minutes later (the 1st, 3rd, 7th and 15th), and not after.
     set_listed(&api, stubborn, 1, 1);
     set_listed(&api, unknown, 1, 1);
     api.hide_report(unknown);
-    until(start, 5, 10).await;
-    assert_eq!(api.requests(ASSET), first_round + 2);
-    // The same list at the next polls: not again.
-    until(start, 20, 10).await;
-    assert_eq!(api.requests(ASSET), first_round + 2);
-    // The list changes once more: asked again, once each.
+    let mut asked = Vec::new();
+    for minute in [5, 10, 15, 20, 35, 40, 75, 80, 150] {
+        until(start, minute, 10).await;
+        asked.push((minute, api.requests(ASSET) - first_round));
+    }
+    assert_eq!(
+        asked,
+        [
+            (5, 2),
+            (10, 4),
+            (15, 4),
+            (20, 6),
+            (35, 6),
+            (40, 8),
+            (75, 8),
+            (80, 10),
+            (150, 10)
+        ]
+    );
+    // The list changes once more: asked again at once, each.
     set_listed(&api, stubborn, 2, 1);
     set_listed(&api, unknown, 2, 1);
-    until(start, 25, 10).await;
-    assert_eq!(api.requests(ASSET), first_round + 4);
+    until(start, 155, 10).await;
+    assert_eq!(api.requests(ASSET), first_round + 12);
 }
 
 #[tokio::test(start_paused = true)]

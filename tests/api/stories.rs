@@ -748,7 +748,7 @@ fn the_cases_that_broke_a_promise_before_keep_them() {
     let failures: Vec<String> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..threads)
             .map(|t| {
-                let chunk: Vec<_> = cases.iter().cloned().skip(t).step_by(threads).collect();
+                let chunk: Vec<_> = cases.iter().skip(t).step_by(threads).cloned().collect();
                 scope.spawn(move || {
                     (chunk.into_iter())
                         .filter_map(|(case, story)| {
