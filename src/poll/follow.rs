@@ -6,33 +6,34 @@
 //! The list poller checks each asset as it is decoded ([`Following`], a sink around the list's
 //! own) and hands the assets whose reports are behind to [`FollowUps`]; the report poller takes
 //! them from there. A report the API keeps answering differently from its list (its own lag, or
-//! a 404) is asked for again at a pace that halves each time ([`REASKS`]), then not until the list
-//! changes again; one whose fetch failed is asked for again at the next poll.
+//! a 404) is asked for again at every poll for [`ASKED_FOR`], then not until the list changes
+//! again; one whose fetch failed is asked for again at the next poll.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use indexmap::IndexSet;
 use tokio::sync::Notify;
+use tokio::time::Instant;
 
 use super::selection::Selection;
 use crate::model::{Asset, AssetSink, Blacklisting, Reports};
 use crate::vocabulary::Kind;
 
-/// How many times a report that still disagrees with an unchanged list is asked for again: at
-/// the 1st, 3rd, 7th and 15th poll after the first request (each wait twice the one before: 5,
-/// 15, 35 and 75 minutes at the default poll), then only when the list changes. At most this
-/// many requests more per change of the list, for such an asset only.
-pub const REASKS: u8 = 4;
+/// How long a report that still disagrees with an unchanged list is asked for again, at every
+/// poll, after the first request: the API's check interval, by which its next check has come
+/// and the list says something else, or the report has caught up for good. At most 12 requests
+/// more per change of the list at the default poll, for such an asset only; a report that
+/// comes late names its listing within a poll of coming.
+pub const ASKED_FOR: Duration = Duration::from_secs(3600);
 
-/// What the list said when an asset in disagreement was asked for, and how often since.
+/// What the list said when an asset in disagreement was first asked for, and until when it is
+/// asked for again (`None`: not again, as after a restart).
 #[derive(Debug, Clone, Copy)]
 struct Asked {
     listed: Blacklisting,
-    /// Requests made again for the same list values.
-    reasks: u8,
-    /// Polls to let pass before the next.
-    wait: u32,
+    until: Option<Instant>,
 }
 
 /// The assets whose reports are to be fetched ahead of the round: filled by the list poller,
@@ -54,9 +55,9 @@ struct State {
     /// To be fetched, in the order the lists found them, each once: a set, so that a change
     /// of every asset at once queues in time proportional to the fleet, not its square.
     pending: IndexSet<(Kind, String)>,
-    /// What the list said when each asset still in disagreement was last asked for: asked
-    /// again at a slowing pace, [`REASKS`] times, then not until the list says something else.
-    /// Only assets whose report disagrees with their list are here.
+    /// What the list said when each asset still in disagreement was asked for: asked again at
+    /// every poll for [`ASKED_FOR`], then not until the list says something else. Only assets
+    /// whose report disagrees with their list are here.
     asked: HashMap<(Kind, String), Asked>,
 }
 
@@ -108,23 +109,17 @@ impl FollowUps {
             if state.pending.contains(&key) {
                 continue;
             }
-            match state.asked.get_mut(&key) {
+            let now = Instant::now();
+            match state.asked.get(&key) {
                 Some(asked) if asked.listed == listed => {
-                    if asked.reasks >= REASKS {
+                    if asked.until.is_none_or(|until| now >= until) {
                         continue;
                     }
-                    if asked.wait > 0 {
-                        asked.wait -= 1;
-                        continue;
-                    }
-                    asked.reasks += 1;
-                    asked.wait = (1 << asked.reasks) - 1;
                 }
                 _ => {
                     let asked = Asked {
                         listed,
-                        reasks: 0,
-                        wait: 0,
+                        until: Some(now + ASKED_FOR),
                     };
                     state.asked.insert(key.clone(), asked);
                 }
@@ -154,7 +149,7 @@ impl FollowUps {
     /// What a follow-up fetch of `kind`/`name` gave: `Some(report's values)` when a report
     /// arrived, `None` when it failed (asked for again at the next poll). A report that now
     /// says what the list said settles the asset; one that still disagrees, or a 404, is asked
-    /// for again at a slowing pace ([`REASKS`] times), then not until the list changes.
+    /// for again at every poll for [`ASKED_FOR`], then not until the list changes.
     ///
     /// Returns what the list said when the report was asked for, when the report still
     /// disagrees: kept with the report ([`Report::asked_for`](crate::model::Report)), so that a
@@ -187,10 +182,10 @@ impl FollowUps {
         let mut state = self.state();
         for (kind, name, report) in reports.iter() {
             if let Some(listed) = report.asked_for {
+                // The requests again were made, or given up, before.
                 let asked = Asked {
                     listed,
-                    reasks: REASKS,
-                    wait: 0,
+                    until: None,
                 };
                 state.asked.insert((kind, name.to_owned()), asked);
             }
@@ -346,8 +341,9 @@ mod tests {
         assert!(a.iter().all(|name| !b.contains(name)));
     }
 
-    #[tokio::test]
-    async fn each_change_of_the_list_is_asked_for_at_a_slowing_pace_until_the_report_agrees() {
+    #[tokio::test(start_paused = true)]
+    async fn each_change_of_the_list_is_asked_for_at_every_poll_of_an_hour_until_the_report_agrees()
+    {
         let follow = FollowUps::new(all());
         let new = || vec![("192.0.2.1".to_owned(), listed(1.0, 1.0))];
         assert_eq!(
@@ -359,18 +355,19 @@ mod tests {
         assert_eq!(follow.ask(Kind::Ip, new()), 1);
         assert_eq!(follow.ask(Kind::Ip, new()), 0, "queued once");
         assert_eq!(follow.next().await, [(Kind::Ip, "192.0.2.1".to_owned())]);
-        // The report still says something else: asked again for the same list at the 1st,
-        // 3rd, 7th and 15th poll after, then not.
+        // The report still says something else: asked again for the same list at every poll
+        // of the hour after the first request, then not.
         follow.answered(Kind::Ip, "192.0.2.1", Some(Some(listed(0.0, 0.0))));
         let mut asked_at = Vec::new();
-        for poll in 1..=40 {
+        for poll in 1..=24 {
+            tokio::time::advance(Duration::from_secs(300)).await;
             if follow.ask(Kind::Ip, new()) == 1 {
                 asked_at.push(poll);
                 let _ = follow.next().await;
                 follow.answered(Kind::Ip, "192.0.2.1", Some(Some(listed(0.0, 0.0))));
             }
         }
-        assert_eq!(asked_at, [1, 3, 7, 15]);
+        assert_eq!(asked_at, (1..=11).collect::<Vec<_>>());
         // The list changes: asked again.
         let changed = vec![("192.0.2.1".to_owned(), listed(2.0, 1.0))];
         assert_eq!(follow.ask(Kind::Ip, changed.clone()), 1);

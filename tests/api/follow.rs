@@ -97,7 +97,7 @@ async fn a_listing_and_its_delisting_are_named_within_one_poll_by_one_report_req
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_report_that_keeps_disagreeing_or_answers_404_is_asked_for_again_at_a_slowing_pace() {
+async fn a_report_that_keeps_disagreeing_or_answers_404_is_asked_for_at_every_poll_of_an_hour() {
     let api = SimulatedApi::new(12, 0);
     let (stubborn, unknown) = ("192.0.2.5", "192.0.2.6");
     for name in [stubborn, unknown] {
@@ -113,35 +113,60 @@ async fn a_report_that_keeps_disagreeing_or_answers_404_is_asked_for_again_at_a_
     until(start, 1, 0).await;
     let first_round = api.requests(ASSET);
 
-    // Both change in the list: each is asked for at the poll of minute 5, then again at the
-    // polls 5, 15, 35 and 75 minutes later (the 1st, 3rd, 7th and 15th), and not after.
+    // Both change in the list: each is asked for at the poll of minute 5, then again at every
+    // poll of the hour after (minutes 10 to 60), and not after.
     set_listed(&api, stubborn, 1, 1);
     set_listed(&api, unknown, 1, 1);
     api.hide_report(unknown);
     let mut asked = Vec::new();
-    for minute in [5, 10, 15, 20, 35, 40, 75, 80, 150] {
+    for minute in [5, 10, 30, 60, 65, 120] {
         until(start, minute, 10).await;
         asked.push((minute, api.requests(ASSET) - first_round));
     }
     assert_eq!(
         asked,
-        [
-            (5, 2),
-            (10, 4),
-            (15, 4),
-            (20, 6),
-            (35, 6),
-            (40, 8),
-            (75, 8),
-            (80, 10),
-            (150, 10)
-        ]
+        [(5, 2), (10, 4), (30, 12), (60, 24), (65, 24), (120, 24)]
     );
     // The list changes once more: asked again at once, each.
     set_listed(&api, stubborn, 2, 1);
     set_listed(&api, unknown, 2, 1);
-    until(start, 155, 10).await;
-    assert_eq!(api.requests(ASSET), first_round + 12);
+    until(start, 125, 10).await;
+    assert_eq!(api.requests(ASSET), first_round + 26);
+}
+
+/// A listing whose report lags its list by several minutes (the API's own lag) is named at the
+/// first poll after its report names it.
+#[tokio::test(start_paused = true)]
+async fn a_listing_whose_report_lags_its_list_is_named_at_the_poll_after_the_report_names_it() {
+    let api = SimulatedApi::new(12, 0);
+    let name = "192.0.2.5";
+    set_listed(&api, name, 0, 0);
+    api.set_report(name, report(name, 0, 0, json!([])));
+    let start = tokio::time::Instant::now();
+    let app = PausedApp::start(api.clone(), "5m", "1h", |s| {
+        s.asset_reports.enabled = true;
+    })
+    .await;
+    let listed = |body: &str| {
+        sample(
+            body,
+            &format!(
+                r#"reputation_blacklist_listed{{kind="ip",asset="{name}",blacklist="SpamCop"}}"#
+            ),
+        )
+    };
+    until(start, 1, 0).await;
+    // Listed at minute 2: the list shows it at the poll of minute 5, the report only from
+    // minute 17.
+    set_listed(&api, name, 1, 1);
+    until(start, 17, 0).await;
+    assert_eq!(listed(&app.metrics().await), None, "{}", app.logs());
+    let listing = json!([
+        {"date": "24th Nov 2026 08:02pm", "status": "Listed", "blacklist": "SpamCop"}
+    ]);
+    api.set_report(name, report(name, 1, 1, listing));
+    until(start, 20, 10).await;
+    assert_eq!(listed(&app.metrics().await), Some(1.0), "{}", app.logs());
 }
 
 #[tokio::test(start_paused = true)]

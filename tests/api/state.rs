@@ -110,8 +110,8 @@ async fn a_restart_does_not_ask_again_for_the_reports_that_disagreed_with_their_
     let state = StateDir::new("disagree");
     let api = SimulatedApi::new(200, 0);
     // Every list item says one blacklisting more than its report does (a list and a report
-    // computed at different moments): each report is asked for, and again at a slowing pace,
-    // then not while the list says the same.
+    // computed at different moments): each report is asked for, and again at every poll for
+    // an hour; after a restart, not while the list says the same.
     let mut items = api.items(reputation_simulate::List::Ip);
     for item in &mut items {
         item["blacklisted"] = serde_json::json!(item["blacklisted"].as_i64().unwrap() + 1);
