@@ -4,6 +4,11 @@
 //! nothing of the crate.
 
 use std::fmt;
+use std::time::Duration;
+
+/// How often the API checks an asset, at the longest (an hour): what its change fields say is
+/// at most that old, and a list or a report that lags the other has caught up by then.
+pub const API_CHECK_INTERVAL: Duration = Duration::from_secs(3600);
 
 /// The API endpoints, named as the `endpoint` label.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -35,11 +35,13 @@
   local one(metric, matchers='', aggregation='max') =
     '%s without (%s, %s) (%s{%s%s})'
     % [aggregation, c.replicaLabel, c.shardLabel, metric, c.selector, if matchers == '' then '' else ', ' + matchers],
+  // A comparison after a selector, or nothing.
+  local compared(condition) = if condition == '' then '' else ' ' + condition,
   // The series of `metric` for which some replica says `condition`, one per account and asset:
   // filtered before the replicas are joined, so the join only sees the few that match.
   local any(metric, condition, matchers='', aggregation='max') =
     '%s without (%s, %s) (%s{%s%s}%s)'
-    % [aggregation, c.replicaLabel, c.shardLabel, metric, c.selector, if matchers == '' then '' else ', ' + matchers, if condition == '' then '' else ' ' + condition],
+    % [aggregation, c.replicaLabel, c.shardLabel, metric, c.selector, if matchers == '' then '' else ', ' + matchers, compared(condition)],
   // One copy of a process' own series, however many shards serve it.
   local once(aggregation, expr) = '%s without (%s) (%s)' % [aggregation, c.shardLabel, expr],
   // A series of the recording rules.
@@ -53,7 +55,7 @@
   local event(metric, condition='', aggregation='max') =
     '%(one)s\nor\n%(held)s\nunless on (job, %(a)s) max without (%(r)s, %(s)s, kind) (reputation_assets{%(sel)s}) > 0' % {
       one: any(metric, condition, aggregation=aggregation),
-      held: '%s without (%s, %s) (last_over_time(%s{%s}[%s])%s)' % [aggregation, c.replicaLabel, c.shardLabel, metric, c.selector, c.listsMaxAge, if condition == '' then '' else ' ' + condition],
+      held: '%s without (%s, %s) (last_over_time(%s{%s}[%s])%s)' % [aggregation, c.replicaLabel, c.shardLabel, metric, c.selector, c.listsMaxAge, compared(condition)],
       a: c.accountLabel,
       r: c.replicaLabel,
       s: c.shardLabel,

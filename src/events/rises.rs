@@ -8,7 +8,7 @@ use tokio::time::Instant;
 
 use super::{Now, UNNAMED_LIFETIME, young};
 use crate::model::{Blacklistings, Report, Reports};
-use crate::vocabulary::Kind;
+use crate::vocabulary::{API_CHECK_INTERVAL, Kind};
 
 /// Who fetches an asset's report, as this replica's configuration says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -140,10 +140,6 @@ impl Default for Rises {
     }
 }
 
-/// How often the API checks an asset, at the longest (an hour): a listing the report names
-/// for a rise began within that before the list showed the rise.
-const API_CHECK: f64 = 3600.0;
-
 /// How long a rise waits for its report at the default 5-minute polls.
 const DEFAULT_WAIT: Duration = Duration::from_secs(8 * 60);
 
@@ -220,7 +216,10 @@ impl Rises {
                                     && !rise.absorbed.contains(listing);
                                 // Begun in the API check interval before the rise was
                                 // seen: a listing begun before that was another check's.
-                                let its = seen - API_CHECK - quiet.as_secs_f64();
+                                // A listing the report names for the rise began within an
+                                // API check interval before the list showed it.
+                                let its =
+                                    seen - API_CHECK_INTERVAL.as_secs_f64() - quiet.as_secs_f64();
                                 if new && listing.1 as f64 <= seen && listing.1 as f64 > its {
                                     let from = (listing.1 as f64).max(started);
                                     let late = unix_now >= from + wait.as_secs_f64();

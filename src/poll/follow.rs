@@ -19,14 +19,14 @@ use tokio::time::Instant;
 
 use super::selection::Selection;
 use crate::model::{Asset, AssetSink, Blacklisting, Reports};
-use crate::vocabulary::Kind;
+use crate::vocabulary::{API_CHECK_INTERVAL, Kind};
 
 /// How long a report that still disagrees with an unchanged list is asked for again, at every
 /// poll, after the first request: the API's check interval, by which its next check has come
 /// and the list says something else, or the report has caught up for good. At most 12 requests
 /// more per change of the list at the default poll, for such an asset only; a report that
 /// comes late names its listing within a poll of coming.
-pub const ASKED_FOR: Duration = Duration::from_secs(3600);
+pub const ASKED_FOR: Duration = API_CHECK_INTERVAL;
 
 /// What the list said when an asset in disagreement was first asked for, and until when it is
 /// asked for again (`None`: not again, as after a restart).
@@ -104,12 +104,12 @@ impl FollowUps {
             return 0;
         }
         let mut queued = 0;
+        let now = Instant::now();
         for (name, listed) in behind {
             let key = (kind, name);
             if state.pending.contains(&key) {
                 continue;
             }
-            let now = Instant::now();
             match state.asked.get(&key) {
                 Some(asked) if asked.listed == listed => {
                     if asked.until.is_none_or(|until| now >= until) {

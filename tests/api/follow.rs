@@ -40,6 +40,14 @@ async fn until(start: tokio::time::Instant, minutes: u64, seconds: u64) {
     tokio::time::sleep_until(start + Duration::from_secs(minutes * 60 + seconds)).await;
 }
 
+/// `reputation_blacklist_listed` of `name` on SpamCop in a scrape, if served.
+fn listed_on_spamcop(body: &str, name: &str) -> Option<f64> {
+    sample(
+        body,
+        &format!(r#"reputation_blacklist_listed{{kind="ip",asset="{name}",blacklist="SpamCop"}}"#),
+    )
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_listing_and_its_delisting_are_named_within_one_poll_by_one_report_request_each() {
     let api = SimulatedApi::new(12, 0);
@@ -52,14 +60,7 @@ async fn a_listing_and_its_delisting_are_named_within_one_poll_by_one_report_req
         s.asset_reports.enabled = true;
     })
     .await;
-    let listed = |body: &str| {
-        sample(
-            body,
-            &format!(
-                r#"reputation_blacklist_listed{{kind="ip",asset="{name}",blacklist="SpamCop"}}"#
-            ),
-        )
-    };
+    let listed = |body: &str| listed_on_spamcop(body, name);
 
     // The first round, at full concurrency, has fetched every report.
     until(start, 1, 0).await;
@@ -147,14 +148,7 @@ async fn a_listing_whose_report_lags_its_list_is_named_at_the_poll_after_the_rep
         s.asset_reports.enabled = true;
     })
     .await;
-    let listed = |body: &str| {
-        sample(
-            body,
-            &format!(
-                r#"reputation_blacklist_listed{{kind="ip",asset="{name}",blacklist="SpamCop"}}"#
-            ),
-        )
-    };
+    let listed = |body: &str| listed_on_spamcop(body, name);
     until(start, 1, 0).await;
     // Listed at minute 2: the list shows it at the poll of minute 5, the report only from
     // minute 17.
